@@ -1,0 +1,1 @@
+"""The Qt tray app (the only package that imports PySide6 and qasync)."""

@@ -1,0 +1,1 @@
+"""The volee daemon: validate -> append -> apply -> notify, and the runners around it."""

@@ -1,0 +1,1 @@
+"""Harness profiles: argv builders, hook payload parsers and small runners per harness."""

@@ -1,0 +1,1 @@
+"""Hosts: one lean process per agent that keeps the program alive in a PTY."""

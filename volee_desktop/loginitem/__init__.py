@@ -1,0 +1,1 @@
+"""Login items: systemd user unit, launchd agent, Windows Run key; installed only when asked."""

@@ -1,0 +1,1 @@
+"""The durable event log: SQLite in WAL mode, group commit, snapshots, upcasters."""
