@@ -1,1 +1,1 @@
-"""Pure domain model: ids, entities, events, the registry and its rules (stdlib only, no IO, no clock)."""
+"""Pure domain model: ids, entities, events, registry and rules (stdlib only, no IO)."""

@@ -1,0 +1,401 @@
+"""Every event of the domain: past-tense facts with a type name and a schema version.
+
+Events are frozen, keyword-only dataclasses.  ``TYPE`` is the stable name in
+the log and on the wire; ``VERSION`` the schema version of the fields (the
+store upcasts older records on read).  ``at`` is when the fact happened, in
+seconds since the epoch, passed in by whoever produced the event (the core
+never reads the clock).  The codec lives in ``store/codec.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .model import (
+    Delivery,
+    Harness,
+    LaunchSettings,
+    Location,
+    MessageKind,
+    MissionKind,
+    MissionStatus,
+    Role,
+    ThreadKind,
+    Verdict,
+)
+from .states import AgentState
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Base of all events."""
+
+    TYPE: ClassVar[str] = ""
+    VERSION: ClassVar[int] = 1
+    at: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentEvent(Event):
+    """An event about one agent."""
+
+    agent: str
+
+
+# --- agents -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentRegistered(AgentEvent):
+    """A new agent, in state launching."""
+
+    TYPE = "agent-registered"
+    name: str
+    harness: Harness
+    role: Role = Role.AGENT
+    parent: str | None = None
+    mission: str | None = None
+    launched_by_volee: bool = True
+    launch: LaunchSettings | None = None
+    cwd: str = ""
+    worktree: str | None = None
+    repo: str | None = None
+    branch: str | None = None
+    location: Location | None = None
+    state: AgentState = AgentState.LAUNCHING
+    detail: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionLinked(AgentEvent):
+    """A session joins an agent and becomes current (started, resumed, forked, discovered)."""
+
+    TYPE = "session-linked"
+    session: str
+    how: str = "started"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StateChanged(AgentEvent):
+    """New state and detail; ``state_since`` moves only when the state really changes."""
+
+    TYPE = "state-changed"
+    state: AgentState
+    detail: str = ""
+    progress: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActivityRecorded(AgentEvent):
+    """The last thing the agent did, in one line."""
+
+    TYPE = "activity-recorded"
+    activity: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkspaceUpdated(AgentEvent):
+    """Better knowledge of the agent's directory, worktree and branch."""
+
+    TYPE = "workspace-updated"
+    cwd: str | None = None
+    worktree: str | None = None
+    repo: str | None = None
+    branch: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocationChanged(AgentEvent):
+    """Where the agent's program runs, and its pid."""
+
+    TYPE = "location-changed"
+    location: Location
+    pid: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelChanged(AgentEvent):
+    """The model the agent uses."""
+
+    TYPE = "model-changed"
+    model: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextUsed(AgentEvent):
+    """The share of its context window the agent's conversation uses (0..1)."""
+
+    TYPE = "context-used"
+    share: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeliveryUpdated(AgentEvent):
+    """New delivery evidence from git or the forge."""
+
+    TYPE = "delivery-updated"
+    delivery: Delivery
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentForgotten(AgentEvent):
+    """The agent is removed; its sessions are ignored from then on; its name stays known."""
+
+    TYPE = "agent-forgotten"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentRenamed(AgentEvent):
+    """The harness renamed the session of an agent volee only watches."""
+
+    TYPE = "agent-renamed"
+    name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionReleased(AgentEvent):
+    """A session no longer belongs to the agent, and is not ignored."""
+
+    TYPE = "session-released"
+    session: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentExpired(AgentEvent):
+    """An agent volee only watched is gone with its session; its sessions are not ignored."""
+
+    TYPE = "agent-expired"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StopRequested(AgentEvent):
+    """The human stopped the agent: it is held and volee does not resume it on its own."""
+
+    TYPE = "stop-requested"
+    by: str = "human"
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MembershipChanged(AgentEvent):
+    """An agent that joined through volee's MCP server takes part in a mission, or leaves."""
+
+    TYPE = "membership-changed"
+    mission: str
+    joined: bool = True
+
+
+# --- hosts and recovery -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostStarted(AgentEvent):
+    """A host started the agent's program (launch, resume, restart or relaunch)."""
+
+    TYPE = "host-started"
+    host_pid: int
+    program_pid: int | None = None
+    automatic: bool = False
+    how: str = "launch"  # launch | resume | restart | relaunch
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostAdopted(AgentEvent):
+    """The daemon found the agent's host alive at start and took it back."""
+
+    TYPE = "host-adopted"
+    host_pid: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProgramExited(AgentEvent):
+    """The agent's program ended: a code, or the signal that killed it (never success)."""
+
+    TYPE = "program-exited"
+    code: int | None = None
+    signal: str | None = None
+    during_turn: bool = False
+
+    @property
+    def crashed(self) -> bool:
+        return self.signal is not None or (self.code is not None and self.code != 0)
+
+    @property
+    def description(self) -> str:
+        if self.signal is not None:
+            return f"killed by {self.signal}"
+        return f"exited with code {self.code}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class InterruptionDetected(AgentEvent):
+    """A host record without exit status whose host is gone: the agent was interrupted."""
+
+    TYPE = "interruption-detected"
+    cause: str  # machine-restarted | host-stopped
+    state: AgentState = AgentState.WORKING
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecoveryDecided(AgentEvent):
+    """What volee decided for an interrupted agent, and why (recovery.md's table)."""
+
+    TYPE = "recovery-decided"
+    outcome: str  # resume | relaunch | stopped | held | failed
+    rule: int
+    reason: str
+    action: str | None = None  # resume | relaunch: offered to the person
+
+
+@dataclass(frozen=True, kw_only=True)
+class RestartScheduled(AgentEvent):
+    """A crashed run will restart at ``due_at`` (M38)."""
+
+    TYPE = "restart-scheduled"
+    due_at: float
+    attempt: int
+    budget: int
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RestartCancelled(AgentEvent):
+    """A waiting restart was called off or replaced."""
+
+    TYPE = "restart-cancelled"
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RestartBudgetReset(AgentEvent):
+    """A normal turn end after a minute of uptime gives the restart budget back."""
+
+    TYPE = "restart-budget-reset"
+
+
+# --- missions and conversations -----------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class MissionCreated(Event):
+    """A new mission."""
+
+    TYPE = "mission-created"
+    mission: str
+    goal: str
+    kind: MissionKind
+    repositories: tuple[str, ...] = ()
+    requested_by: str = "human"
+    coordinator: str | None = None
+    thread: str | None = None
+    base_branch: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MissionUpdated(Event):
+    """A mission's progress: status, coordinator, report; unset fields stay as they are."""
+
+    TYPE = "mission-updated"
+    mission: str
+    status: MissionStatus | None = None
+    coordinator: str | None = None
+    report: str | None = None
+    reason: str = ""
+    report_requested: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerAssessed(Event):
+    """The supervisor's verdict on a worker of a mission, with its evidence."""
+
+    TYPE = "worker-assessed"
+    mission: str
+    agent: str
+    verdict: Verdict
+    reason: str = ""
+    evidence: Delivery | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThreadOpened(Event):
+    """A conversation begins."""
+
+    TYPE = "thread-opened"
+    thread: str
+    kind: ThreadKind
+    mission: str | None = None
+    parties: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class MessagePosted(Event):
+    """A message in a thread, addressed to its recipients."""
+
+    TYPE = "message-posted"
+    message: str
+    thread: str
+    sender: str
+    recipients: tuple[str, ...]
+    kind: MessageKind = MessageKind.TEXT
+    body: str = ""
+    references: tuple[str, ...] = ()
+    reply_to: str | None = None
+    options: tuple[str, ...] = ()
+    approving: str | None = None
+    chosen: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MessageDelivered(Event):
+    """A message reached a recipient (typed into its session, or shown to the person)."""
+
+    TYPE = "message-delivered"
+    message: str
+    recipient: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class MessageRead(Event):
+    """A recipient read a message."""
+
+    TYPE = "message-read"
+    message: str
+    recipient: str
+
+
+EVENT_CLASSES: tuple[type[Event], ...] = (
+    AgentRegistered,
+    SessionLinked,
+    StateChanged,
+    ActivityRecorded,
+    WorkspaceUpdated,
+    LocationChanged,
+    ModelChanged,
+    ContextUsed,
+    DeliveryUpdated,
+    AgentForgotten,
+    AgentRenamed,
+    SessionReleased,
+    AgentExpired,
+    StopRequested,
+    MembershipChanged,
+    HostStarted,
+    HostAdopted,
+    ProgramExited,
+    InterruptionDetected,
+    RecoveryDecided,
+    RestartScheduled,
+    RestartCancelled,
+    RestartBudgetReset,
+    MissionCreated,
+    MissionUpdated,
+    WorkerAssessed,
+    ThreadOpened,
+    MessagePosted,
+    MessageDelivered,
+    MessageRead,
+)
+
+EVENT_TYPES: dict[str, type[Event]] = {cls.TYPE: cls for cls in EVENT_CLASSES}
