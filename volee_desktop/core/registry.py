@@ -194,8 +194,8 @@ def _v_session(r: Registry, e: ev.SessionLinked) -> str | None:
     agent = r.agents[e.agent]
     key = session_key(agent.harness, e.session)
     if key in r.ignored:
-        owner = r.ignored[key]
-        return f"session {e.session} belonged to forgotten agent {r.names.get(owner, owner)}"
+        gone = r.ignored[key]
+        return f"session {e.session} belonged to forgotten agent {r.names.get(gone, gone)}"
     owner = r.sessions.get(key)
     if owner is not None and owner != e.agent:
         return f"session {e.session} already belongs to agent {r.names.get(owner, owner)} ({owner})"
