@@ -1,0 +1,293 @@
+"""The seam between the IPC logic and the OS: listen, connect, peer credentials.
+
+The server and the clients speak NDJSON over asyncio streams (async side) or
+over a blocking ``Channel`` (CLI side); everything that depends on the kind of
+local socket sits here.  ``UnixTransport`` is the only implementation today: a
+Unix domain socket in a 0700 folder, the socket file 0600, the peer's uid read
+from the kernel (SO_PEERCRED on Linux, LOCAL_PEERCRED/getpeereid on macOS and
+the BSDs).  A Windows transport would implement the same ``Transport`` protocol
+with a named pipe whose ACL admits only the current user and whose client
+process id comes from GetNamedPipeClientProcessId; the address stays a ``Path``
+from which it derives the pipe name.
+
+No TCP: there is no code path here that opens an inet socket.
+
+This module is imported by the blocking client (``volee hook``), so asyncio is
+imported only by the functions that need it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import stat
+import struct
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from volee_desktop.ipc.protocol import DaemonUnavailable, ServerStartError
+
+if TYPE_CHECKING:
+    import asyncio
+
+# sun_path is 108 bytes on Linux and 104 on macOS, with a terminating NUL.
+MAX_SOCKET_PATH = 103 if sys.platform == "darwin" else 107
+
+OnConnection = Callable[["asyncio.StreamReader", "asyncio.StreamWriter"], Awaitable[None]]
+
+
+class PeerCredentials(NamedTuple):
+    """Who is on the other end of a connection (pid/gid None when the OS does not say)."""
+
+    uid: int
+    pid: int | None
+    gid: int | None
+
+
+class Channel(Protocol):
+    """A connected blocking byte stream (a ``socket.socket`` is one)."""
+
+    def sendall(self, data: bytes, /) -> None: ...
+    def recv(self, bufsize: int, /) -> bytes: ...
+    def settimeout(self, value: float | None, /) -> None: ...
+    def close(self) -> None: ...
+
+
+class Listener(Protocol):
+    """A listening endpoint returned by ``Transport.listen``."""
+
+    async def close(self) -> None:
+        """Stop accepting and remove the endpoint (only if it is still ours)."""
+
+
+class Transport(Protocol):
+    """How to listen, connect and identify the peer on this platform."""
+
+    async def listen(self, address: Path, on_connection: OnConnection) -> Listener:
+        """Listen at ``address``; raise ServerStartError when another live server has it."""
+
+    def peer_credentials(self, writer: asyncio.StreamWriter) -> PeerCredentials:
+        """The peer of an accepted connection; raise OSError when the OS cannot say."""
+
+    async def open(self, address: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """Connect (asyncio); raise DaemonUnavailable when nothing listens."""
+
+    def connect(self, address: Path, timeout: float | None) -> Channel:
+        """Connect (blocking); raise DaemonUnavailable when nothing listens."""
+
+
+def default_transport() -> Transport:
+    """The transport of this platform."""
+    if sys.platform == "win32":
+        raise ServerStartError(
+            "volee's local API has no Windows transport yet (a named pipe is planned); "
+            "run volee under WSL meanwhile"
+        )
+    return UnixTransport()
+
+
+def _unavailable(address: Path, exc: OSError) -> DaemonUnavailable:
+    if isinstance(exc, FileNotFoundError):
+        why = "no socket there"
+    elif isinstance(exc, ConnectionRefusedError):
+        why = "nothing listens on it"
+    elif isinstance(exc, TimeoutError):
+        why = "it did not accept in time"
+    else:
+        why = f"{exc.strerror or exc}"
+    return DaemonUnavailable(
+        f"the volee daemon is not running (cannot connect to {address}: {why}); "
+        "start it with `volee daemon run`"
+    )
+
+
+def _check_path(address: Path) -> None:
+    size = len(os.fsencode(address))
+    if size > MAX_SOCKET_PATH:
+        raise ServerStartError(
+            f"the socket path {address} is {size} bytes, more than the {MAX_SOCKET_PATH} a Unix "
+            "socket allows; set VOLEE_HOME or XDG_RUNTIME_DIR to a shorter folder"
+        )
+
+
+def _private_folder(folder: Path) -> None:
+    """Create ``folder`` 0700 and check that it is ours and private."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)
+        st = os.lstat(folder)
+    except OSError as exc:
+        raise ServerStartError(
+            f"cannot make the runtime folder {folder} private (0700): {exc}; "
+            "check its owner and permissions"
+        ) from exc
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise ServerStartError(
+            f"the runtime folder {folder} is not a private folder of this user "
+            f"(owner uid {st.st_uid}, mode {stat.filemode(st.st_mode)}); remove it or point "
+            "XDG_RUNTIME_DIR/VOLEE_HOME elsewhere"
+        )
+
+
+def _clear_stale(address: Path) -> None:
+    """Remove a dead socket file at ``address``; refuse when a live server answers."""
+    try:
+        st = os.lstat(address)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(st.st_mode):
+        raise ServerStartError(
+            f"{address} exists and is not a socket; remove it and start the daemon again"
+        )
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(2.0)
+        probe.connect(str(address))
+    except (ConnectionRefusedError, FileNotFoundError):
+        pass  # nobody accepts: a stale file left by a server that died
+    except OSError as exc:
+        raise ServerStartError(
+            f"cannot tell whether a server is live on {address}: {exc}; "
+            "stop the other volee daemon or remove the socket file"
+        ) from exc
+    else:
+        raise ServerStartError(
+            f"another volee daemon is already serving on {address}; "
+            "use it, or stop it first with `volee daemon stop`"
+        )
+    finally:
+        probe.close()
+    try:
+        os.unlink(address)
+    except FileNotFoundError:
+        pass
+
+
+class _UnixListener:
+    """A listening Unix socket that removes its file on close if the file is still its own."""
+
+    def __init__(self, server: asyncio.AbstractServer, address: Path, ino: tuple[int, int]):
+        self._server = server
+        self._address = address
+        self._ino = ino
+
+    async def close(self) -> None:
+        self._server.close()
+        await self._server.wait_closed()
+        try:
+            st = os.lstat(self._address)
+        except FileNotFoundError:
+            return
+        # Another server may have replaced the file since: leave its socket alone.
+        if (st.st_dev, st.st_ino) == self._ino:
+            try:
+                os.unlink(self._address)
+            except FileNotFoundError:
+                pass
+
+
+class UnixTransport:
+    """Unix domain socket in a private folder; peer uid from the kernel."""
+
+    backlog = 64
+
+    async def listen(self, address: Path, on_connection: OnConnection) -> Listener:
+        import asyncio
+
+        _check_path(address)
+        _private_folder(address.parent)
+        _clear_stale(address)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(str(address))
+            # The folder is 0700, so the moment between bind and chmod exposes nothing.
+            os.chmod(address, 0o600)
+            st = os.lstat(address)
+            sock.listen(self.backlog)
+            sock.setblocking(False)
+            server = await asyncio.start_unix_server(on_connection, sock=sock)
+        except OSError as exc:
+            sock.close()
+            raise ServerStartError(
+                f"cannot listen on {address}: {exc}; check the runtime folder"
+            ) from exc
+        return _UnixListener(server, address, (st.st_dev, st.st_ino))
+
+    def peer_credentials(self, writer: asyncio.StreamWriter) -> PeerCredentials:
+        sock = writer.get_extra_info("socket")
+        if sock is None:
+            raise OSError(errno.ENOTSOCK, "the connection has no socket")
+        return peer_credentials(sock)
+
+    async def open(self, address: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        import asyncio
+
+        try:
+            return await asyncio.open_unix_connection(str(address))
+        except OSError as exc:
+            raise _unavailable(address, exc) from exc
+
+    def connect(self, address: Path, timeout: float | None) -> Channel:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(str(address))
+        except OSError as exc:
+            sock.close()
+            raise _unavailable(address, exc) from exc
+        return sock
+
+
+class _SockLike(Protocol):
+    def getsockopt(self, level: int, optname: int, buflen: int, /) -> bytes: ...
+    def fileno(self) -> int: ...
+
+
+def peer_credentials(sock: _SockLike) -> PeerCredentials:
+    """The kernel's word on who is at the other end of a connected Unix socket."""
+    if sys.platform.startswith("linux"):
+        # struct ucred { pid_t pid; uid_t uid; gid_t gid; }
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        pid, uid, gid = struct.unpack("3i", raw)
+        return PeerCredentials(uid=uid, pid=pid or None, gid=gid)
+    if sys.platform == "darwin":  # pragma: no cover - not exercised on the Linux CI
+        return _darwin_credentials(sock)
+    return _getpeereid(sock.fileno())  # pragma: no cover - BSDs
+
+
+# macOS <sys/un.h>: SOL_LOCAL 0, LOCAL_PEERCRED 1, LOCAL_PEERPID 2.
+_SOL_LOCAL = 0
+_LOCAL_PEERCRED = 1
+_LOCAL_PEERPID = 2
+
+
+def _darwin_credentials(sock: _SockLike) -> PeerCredentials:  # pragma: no cover - macOS
+    # struct xucred { u_int cr_version; uid_t cr_uid; short cr_ngroups; gid_t cr_groups[16]; }
+    fmt = "=IIh2x16I"
+    raw = sock.getsockopt(_SOL_LOCAL, _LOCAL_PEERCRED, struct.calcsize(fmt))
+    fields = struct.unpack(fmt, raw[: struct.calcsize(fmt)])
+    uid, ngroups = fields[1], fields[2]
+    gid = fields[3] if ngroups > 0 else None
+    try:
+        pid: int | None = struct.unpack(
+            "i", sock.getsockopt(_SOL_LOCAL, _LOCAL_PEERPID, struct.calcsize("i"))
+        )[0]
+    except OSError:
+        pid = None
+    return PeerCredentials(uid=uid, pid=pid, gid=gid)
+
+
+def _getpeereid(fd: int) -> PeerCredentials:  # pragma: no cover - BSDs
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    uid = ctypes.c_uint32()
+    gid = ctypes.c_uint32()
+    if libc.getpeereid(fd, ctypes.byref(uid), ctypes.byref(gid)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return PeerCredentials(uid=uid.value, pid=None, gid=gid.value)
