@@ -1,0 +1,472 @@
+"""The durable event log: SQLite in WAL mode, one writer thread, group commit.
+
+Callers on the asyncio loop queue their batches; a single writer thread takes
+everything queued, writes it in one transaction and commits it (an fsync), then
+answers every caller.  While it commits, the next batches queue up: under load
+one fsync serves many requests, so durability does not cost throughput, and
+the loop itself never waits on the disk.
+
+Order: a batch is queued when ``append`` is *called* (it is a plain function
+returning an awaitable), so batches become durable in exactly the order the
+calls were made.  A daemon that validates and applies in memory in call order
+can rely on it; it can also hand over a whole prepared batch of groups with
+``append_groups``, which writes them in one transaction, all or nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import sqlite3
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from .errors import DuplicateKey, StoreError
+from .integrity import BadRecord, corrupt, scan
+from .records import (
+    Group,
+    Record,
+    Snapshot,
+    StoredRecord,
+    check_records,
+    record_crc,
+    snapshot_crc,
+)
+from .schema import INSERT_EVENT, INSERT_KEY, connect, ensure_schema, is_corruption
+
+__all__ = ["CommitStats", "EventLog"]
+
+log = logging.getLogger(__name__)
+
+SNAPSHOTS_KEPT = 3
+
+# What the writer hands back to one request: seqs per group, None for a
+# snapshot, or the exception that request (or its whole transaction) failed with.
+_Outcome = list[list[int]] | None | BaseException
+
+
+@dataclass
+class CommitStats:
+    """Counters of the writer, for benchmarks and tests (records per commit shows grouping)."""
+
+    commits: int = 0
+    requests: int = 0
+    records: int = 0
+    failed_commits: int = 0
+
+
+@dataclass
+class _Request:
+    """One queued unit of work: groups of records to append, or a snapshot to save."""
+
+    groups: Sequence[Group] = ()
+    snapshot: Snapshot | None = None
+    # Exactly one of these two waits for the outcome.
+    future: asyncio.Future[Any] | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+    sync: concurrent.futures.Future[_Outcome] | None = None
+    # Turns a successful outcome into what the caller's future resolves to.
+    shape: Callable[[list[list[int]] | None], Any] = lambda outcome: outcome
+
+
+def _settle(items: list[tuple[asyncio.Future[Any], _Outcome, Callable[[Any], Any]]]) -> None:
+    """On the caller's loop: resolve the futures of one transaction."""
+    for future, outcome, shape in items:
+        if future.done():  # the caller cancelled; the write happened anyway
+            continue
+        if isinstance(outcome, BaseException):
+            future.set_exception(outcome)
+        else:
+            future.set_result(shape(outcome))
+
+
+class EventLog:
+    """The event log in one SQLite file; see the module docstring for how writes are grouped."""
+
+    def __init__(self, path: Path, writer: sqlite3.Connection, reader: sqlite3.Connection) -> None:
+        """Use ``EventLog.open``."""
+        self.path = path
+        self.stats = CommitStats()
+        self._writer = writer
+        self._reader = reader
+        self._reader_lock = threading.Lock()
+        row = writer.execute("SELECT max(seq) FROM events").fetchone()
+        self._last = int(row[0]) if row and row[0] is not None else 0
+        self._queue: list[_Request] = []
+        self._cond = threading.Condition()
+        self._closing = False
+        self._closed = False
+        # Set when the connection can no longer be trusted; every later write fails with it.
+        self._broken: str | None = None
+        self._thread = threading.Thread(target=self._run, name="volee-store-writer", daemon=True)
+        self._thread.start()
+
+    # -- opening and closing ---------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path | str) -> EventLog:
+        """Open (creating if needed) the log at ``path``.
+
+        Raises StoreError for a file from a newer volee or one that cannot be
+        opened, and CorruptLog when SQLite says the file is damaged.
+        """
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conns: list[sqlite3.Connection] = []
+        try:
+            writer = connect(path)
+            conns.append(writer)
+            ensure_schema(writer, path)
+            reader = connect(path)
+            conns.append(reader)
+            return cls(path, writer, reader)
+        except sqlite3.Error as exc:
+            for conn in conns:
+                conn.close()
+            if is_corruption(exc):
+                raise corrupt(path, None, f"SQLite says {exc}") from exc
+            raise StoreError(
+                f"could not open the event log {path}: {exc}; check that the folder is "
+                "writable and that no other program holds the file"
+            ) from exc
+        except BaseException:
+            for conn in conns:
+                conn.close()
+            raise
+
+    def close(self) -> None:
+        """Write what is queued, stop the writer and close the files. Idempotent."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closing = True
+            self._cond.notify()
+        self._thread.join()
+        with self._reader_lock:
+            self._reader.close()
+        self._closed = True
+
+    def __enter__(self) -> EventLog:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- writing ---------------------------------------------------------------
+
+    def append(self, records: Sequence[Record], key: str | None = None) -> Awaitable[list[int]]:
+        """Queue ``records`` (with an optional idempotency key); await it for their seqs.
+
+        Queued at the call, resolved once the records are durable.  Fails with
+        DuplicateKey if ``key`` is already in the log (nothing is written), and
+        with StoreError if the transaction could not be committed.  Cancelling
+        the await does not take back a queued append.
+        """
+        return self._submit_async(_Request(groups=[(list(records), key)], shape=_only_group))
+
+    def append_groups(self, groups: Sequence[Group]) -> Awaitable[list[list[int]]]:
+        """Queue several groups to be written in one transaction, in order, all or nothing.
+
+        For a daemon that prepared a batch of requests (each group is one
+        request's records and key): resolves to each group's seqs.  If any key
+        is already written, no group is written and it fails with DuplicateKey.
+        """
+        return self._submit_async(_Request(groups=[(list(r), k) for r, k in groups]))
+
+    def append_sync(self, records: Sequence[Record], key: str | None = None) -> list[int]:
+        """Append and block until durable; for tools and tests, never on the event loop."""
+        outcome = self._submit_sync(_Request(groups=[(list(records), key)]))
+        assert outcome is not None
+        return outcome[0]
+
+    def save_snapshot(self, seq: int, version: int, blob: bytes) -> Awaitable[None]:
+        """Queue a snapshot of the state after record ``seq``; done once durable.
+
+        ``seq`` may name a record appended earlier but not yet durable: the
+        snapshot goes into the same or a later transaction.  A ``seq`` beyond
+        the log's end fails.  The newest three snapshots are kept.
+        """
+        return self._submit_async(self._snapshot_request(seq, version, blob))
+
+    def save_snapshot_sync(self, seq: int, version: int, blob: bytes) -> None:
+        """Save a snapshot and block until durable."""
+        self._submit_sync(self._snapshot_request(seq, version, blob))
+
+    def _snapshot_request(self, seq: int, version: int, blob: bytes) -> _Request:
+        if type(seq) is not int or type(version) is not int or type(blob) is not bytes:
+            raise StoreError(
+                f"cannot save snapshot ({seq!r}, {version!r}, {type(blob).__name__}): "
+                "seq and version must be int, blob bytes"
+            )
+        return _Request(snapshot=Snapshot(seq, version, blob), shape=lambda _: None)
+
+    def _enqueue(self, request: _Request) -> None:
+        for records, key in request.groups:
+            check_records(records)
+            if key is not None and type(key) is not str:
+                raise StoreError(f"cannot append with key {key!r}: a key must be a str")
+        with self._cond:
+            if self._closing:
+                raise StoreError(f"the event log {self.path} is closed; nothing was written")
+            self._queue.append(request)
+            self._cond.notify()
+
+    def _submit_async(self, request: _Request) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        request.loop = loop
+        request.future = loop.create_future()
+        self._enqueue(request)
+        return request.future
+
+    def _submit_sync(self, request: _Request) -> list[list[int]] | None:
+        request.sync = concurrent.futures.Future()
+        self._enqueue(request)
+        outcome = request.sync.result()
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    # -- the writer thread -----------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    while not self._queue and not self._closing:
+                        self._cond.wait()
+                    if not self._queue:
+                        return
+                    batch, self._queue = self._queue, []
+                self._deliver(batch, self._commit(batch))
+        finally:
+            self._writer.close()
+
+    def _commit(self, batch: list[_Request]) -> list[_Outcome]:
+        """Write every request of ``batch`` in one transaction; one outcome per request."""
+        if self._broken is not None:
+            return [StoreError(self._broken) for _ in batch]
+        conn = self._writer
+        next_seq = self._last + 1
+        outcomes: list[_Outcome] = []
+        rows: list[tuple[int, str, int, bytes, int]] = []
+        key_rows: list[tuple[str, int]] = []
+        snapshots: list[tuple[int, int, bytes, int]] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            written: dict[str, int] = {}
+            for request in batch:
+                if request.snapshot is not None:
+                    outcomes.append(self._stage_snapshot(request.snapshot, next_seq, snapshots))
+                    continue
+                duplicate = self._find_duplicate(request.groups, written)
+                if duplicate is not None:
+                    outcomes.append(duplicate)
+                    continue
+                seqs_per_group: list[list[int]] = []
+                for records, key in request.groups:
+                    if key is not None:
+                        key_rows.append((key, next_seq))
+                        written[key] = next_seq
+                    seqs = []
+                    for record in records:
+                        rows.append(
+                            (
+                                next_seq,
+                                record.type,
+                                record.version,
+                                record.payload,
+                                record_crc(record.type, record.version, record.payload),
+                            )
+                        )
+                        seqs.append(next_seq)
+                        next_seq += 1
+                    seqs_per_group.append(seqs)
+                outcomes.append(seqs_per_group)
+            conn.executemany(INSERT_EVENT, rows)
+            conn.executemany(INSERT_KEY, key_rows)
+            if snapshots:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO snapshots (seq, version, blob, crc) "
+                    "VALUES (?, ?, ?, ?)",
+                    snapshots,
+                )
+                conn.execute(
+                    "DELETE FROM snapshots WHERE seq < (SELECT seq FROM snapshots "
+                    f"ORDER BY seq DESC LIMIT 1 OFFSET {SNAPSHOTS_KEPT - 1})"
+                )
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            return self._fail(batch, len(rows), exc)
+        self._last = next_seq - 1
+        self.stats.commits += 1
+        self.stats.requests += len(batch)
+        self.stats.records += len(rows)
+        return outcomes
+
+    def _stage_snapshot(
+        self, snapshot: Snapshot, next_seq: int, staged: list[tuple[int, int, bytes, int]]
+    ) -> _Outcome:
+        if not 0 <= snapshot.seq < next_seq:
+            return StoreError(
+                f"cannot save a snapshot at seq {snapshot.seq}: the log holds seqs 1-"
+                f"{next_seq - 1}; snapshot the state after a record that was appended"
+            )
+        staged.append((*snapshot, snapshot_crc(*snapshot)))
+        return None
+
+    def _find_duplicate(self, groups: Sequence[Group], written: dict[str, int]) -> _Outcome:
+        """DuplicateKey for the first key already in the log or this transaction, else None."""
+        seen: set[str] = set()
+        for _records, key in groups:
+            if key is None:
+                continue
+            if key in seen:
+                return StoreError(f"the batch uses idempotency key {key!r} twice; use it once")
+            seen.add(key)
+            earlier = written.get(key)
+            if earlier is None:
+                row = self._writer.execute("SELECT seq FROM keys WHERE key = ?", (key,)).fetchone()
+                earlier = None if row is None else int(row[0])
+            if earlier is not None:
+                return DuplicateKey(key, earlier)
+        return None
+
+    def _fail(self, batch: list[_Request], n_rows: int, exc: BaseException) -> list[_Outcome]:
+        """Roll back; every caller of the transaction gets its own StoreError."""
+        self.stats.failed_commits += 1
+        try:
+            if self._writer.in_transaction:
+                self._writer.execute("ROLLBACK")
+        except sqlite3.Error as rollback_exc:
+            self._broken = (
+                f"the event log {self.path} stopped accepting writes: a commit failed ({exc}) "
+                f"and so did the rollback ({rollback_exc}); restart the daemon"
+            )
+        if isinstance(exc, sqlite3.Error) and is_corruption(exc):
+            self._broken = (
+                f"the event log {self.path} stopped accepting writes: SQLite says the file "
+                f"is damaged ({exc}); restart the daemon to check it"
+            )
+        log.error("event log %s: commit of %d records failed: %s", self.path, n_rows, exc)
+        message = self._broken or (
+            f"could not write {n_rows} records to the event log {self.path}: {exc}; "
+            "nothing of this transaction was kept and the log is still usable, so retry, "
+            "and if it keeps failing check the disk (free space, permissions)"
+        )
+        outcomes: list[_Outcome] = []
+        for _ in batch:
+            error = StoreError(message)
+            error.__cause__ = exc
+            outcomes.append(error)
+        return outcomes
+
+    def _deliver(self, batch: list[_Request], outcomes: list[_Outcome]) -> None:
+        """Answer every caller; one wake-up per event loop rather than one per request."""
+        per_loop: dict[
+            asyncio.AbstractEventLoop,
+            list[tuple[asyncio.Future[Any], _Outcome, Callable[[Any], Any]]],
+        ] = {}
+        for request, outcome in zip(batch, outcomes, strict=True):
+            if request.sync is not None:
+                request.sync.set_result(outcome)
+            elif request.loop is not None and request.future is not None:
+                per_loop.setdefault(request.loop, []).append(
+                    (request.future, outcome, request.shape)
+                )
+        for loop, items in per_loop.items():
+            try:
+                loop.call_soon_threadsafe(_settle, items)
+            except RuntimeError:
+                pass  # the loop is closed: nobody is waiting for these answers any more
+
+    # -- reading ---------------------------------------------------------------
+
+    def read(self, after: int = 0) -> Iterator[StoredRecord]:
+        """The durable records with seq > ``after``, in seq order, streamed and checked.
+
+        Raises CorruptLog (after making a backup copy) at the first damaged record;
+        the records before it were good.
+        """
+        conn = connect(self.path)
+        try:
+            yield from scan(conn, after)
+        except BadRecord as bad:
+            raise corrupt(self.path, bad.seq, bad.reason) from bad
+        finally:
+            conn.close()
+
+    def last_seq(self) -> int:
+        """The seq of the newest durable record (0 when the log is empty)."""
+        return self._last
+
+    def has_key(self, key: str) -> bool:
+        """Whether an append with this idempotency key is durable."""
+        return self.key_seq(key) is not None
+
+    def key_seq(self, key: str) -> int | None:
+        """Where the durable append with this key began (the next seq if it was empty)."""
+        row = self._query("SELECT seq FROM keys WHERE key = ?", (key,))
+        return None if row is None else int(row[0])
+
+    def latest_snapshot(self) -> Snapshot | None:
+        """The newest intact snapshot; a damaged one is logged and skipped (they are derived)."""
+        with self._reader_lock:
+            try:
+                rows = self._reader.execute(
+                    "SELECT seq, version, blob, crc FROM snapshots ORDER BY seq DESC"
+                ).fetchall()
+            except sqlite3.DatabaseError as exc:
+                log.warning("event log %s: snapshots unreadable, replaying all: %s", self.path, exc)
+                return None
+        for seq, version, blob, crc in rows:
+            if (
+                type(seq) is int
+                and type(version) is int
+                and type(blob) is bytes
+                and seq <= self._last
+                and snapshot_crc(seq, version, blob) == crc
+            ):
+                return Snapshot(seq, version, blob)
+            log.warning("event log %s: snapshot at seq %r is damaged, skipped", self.path, seq)
+        return None
+
+    def verify(self) -> int:
+        """Check the whole file (SQLite's integrity check and every record); return the count.
+
+        Raises CorruptLog at the first problem.  Reads everything: for ``repair``
+        and diagnostics, not for every start.
+        """
+        row = self._query("PRAGMA integrity_check", ())
+        if row is None or row[0] != "ok":
+            raise corrupt(self.path, None, f"SQLite's integrity check says {row!r}")
+        count = 0
+        for _ in self.read():
+            count += 1
+        return count
+
+    def _query(self, sql: str, args: tuple[object, ...]) -> tuple[Any, ...] | None:
+        with self._reader_lock:
+            if self._closed:
+                raise StoreError(f"the event log {self.path} is closed")
+            try:
+                row = self._reader.execute(sql, args).fetchone()
+            except sqlite3.DatabaseError as exc:
+                if is_corruption(exc):
+                    raise corrupt(self.path, None, f"SQLite says {exc}") from exc
+                raise StoreError(f"could not read the event log {self.path}: {exc}") from exc
+        return None if row is None else tuple(row)
+
+
+def _only_group(outcome: list[list[int]] | None) -> list[int]:
+    assert outcome is not None
+    return outcome[0]
