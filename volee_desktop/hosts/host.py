@@ -1,0 +1,771 @@
+"""The host: one lean process per agent that holds the program in a PTY and serves a socket.
+
+Run as ``python -m volee_desktop.hosts.host --agent AG --record PATH --socket PATH
+[--cwd DIR] [--env-file F] [--rows R] [--cols C] [--linger S] [--ready-fd N] -- argv...``.
+
+Life of a host:
+
+1. It forks once more and the parent exits, so the host is in its own session (the
+   launcher starts it with ``setsid``) but not its leader: it can never grab a controlling
+   terminal, and the launcher reaps the short-lived parent at once.
+2. It opens a PTY (120x40 unless told), forks the program into it as a session leader with
+   the PTY as controlling terminal, in the given folder and environment.  An exec failure
+   (binary missing, folder gone) comes back over a close-on-exec pipe, is written to the
+   record as ``error`` and reported on ``--ready-fd``.
+3. It writes its record (``recordio``) when the program started and again when it ended,
+   then tells the launcher on ``--ready-fd`` (one JSON line) and closes that fd.
+4. It serves a Unix socket (0600, peer uid checked) with the ``wire`` framing: ``attach``
+   (output streamed to every attached client, each first replayed the recent output),
+   ``send``, ``resize``, ``screen``, ``signal``, ``stop``, ``status`` and ``close``.
+5. When the program ends it records the exit, tells attached clients, lingers ``--linger``
+   seconds (default 2) so clients can still read the screen, then exits.  ``close`` ends
+   the linger early.  A SIGTERM/SIGHUP to the host hangs up the program (SIGHUP to its
+   group, SIGKILL after a grace) and records ``host_signal`` in the exit, so the daemon can
+   tell a machine stopping from the program ending by itself.
+
+Stdlib only, one thread, ``selectors``: a host runs for every agent and must stay small
+(target <= 6 MiB USS).  Never import the daemon, store, core or ``dataclasses`` here.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import termios
+import time
+
+from volee_desktop.hosts import recordio, wire
+
+SCROLLBACK_BYTES = 256 * 1024
+REPLAY_BYTES = 64 * 1024
+# A client that stops reading while the program prints is dropped past this much backlog.
+CLIENT_BACKLOG_LIMIT = 4 * 1024 * 1024
+# Claude Code treats a \r glued to a paste as part of it: Enter goes separately, later.
+ENTER_PAUSE = 0.1
+DEFAULT_LINGER = 2.0
+HANGUP_GRACE = 3.0
+PASTE_ON = b"\x1b[?2004h"
+PASTE_OFF = b"\x1b[?2004l"
+PASTE_START = b"\x1b[200~"
+PASTE_END = b"\x1b[201~"
+_SIGNALS = ("SIGTERM", "SIGHUP", "SIGINT")
+
+
+def _log(msg: str) -> None:
+    try:
+        sys.stderr.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} host[{os.getpid()}] {msg}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket, or None if unknown."""
+    if hasattr(socket, "SO_PEERCRED"):
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return int(struct.unpack("3i", creds)[1])
+    if sys.platform == "darwin":
+        # LOCAL_PEERCRED (SOL_LOCAL=0, option 1) returns a struct xucred.
+        raw = sock.getsockopt(0, 1, 76)
+        return int(struct.unpack_from("=I", raw, 4)[0])
+    return None
+
+
+def _start_error(argv0: str, exc: OSError, phase: str, cwd: str) -> str:
+    """What the launcher shows when the program could not be started."""
+    if phase == "chdir":
+        return (
+            f"directory {cwd} does not exist"
+            if isinstance(exc, FileNotFoundError)
+            else f"cannot enter directory {cwd}: {exc.strerror}"
+        )
+    if isinstance(exc, FileNotFoundError):
+        if "/" in argv0:
+            return f"cannot start {argv0!r}: no such file"
+        return f"cannot start {argv0!r}: not found on PATH"
+    if isinstance(exc, PermissionError):
+        return f"cannot start {argv0!r}: permission denied (is it executable?)"
+    return f"cannot start {argv0!r}: {exc.strerror or exc}"
+
+
+class _Client:
+    """One connection to the host socket."""
+
+    __slots__ = ("attached", "out", "reader", "sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.reader = wire.FrameReader()
+        self.out = bytearray()
+        self.attached = False
+
+
+class Host:
+    """The host's state and its single-threaded event loop."""
+
+    def __init__(
+        self,
+        agent: str,
+        record_path: str,
+        socket_path: str,
+        argv: list[str],
+        cwd: str,
+        env: dict[str, str],
+        rows: int = 40,
+        cols: int = 120,
+        linger: float = DEFAULT_LINGER,
+    ) -> None:
+        self.agent = agent
+        self.record_path = record_path
+        self.socket_path = socket_path
+        self.argv = argv
+        self.cwd = cwd
+        self.env = env
+        self.rows = rows
+        self.cols = cols
+        self.linger = linger
+        self.record: dict[str, object] = {}
+        self.pid = 0
+        self.master = -1
+        self.scrollback = bytearray()
+        self.paste_mode = False
+        self._paste_tail = b""
+        self.to_pty = bytearray()
+        self.sel = selectors.DefaultSelector()
+        self.clients: dict[int, _Client] = {}
+        self.listener: socket.socket | None = None
+        self.exit: dict[str, object] | None = None
+        self.stop_requested = False
+        self.host_signal: str | None = None
+        self.stop_waiters: list[_Client] = []
+        self.sends: list[tuple[_Client, bytes, bool]] = []
+        self.send_busy = False
+        self.timers: list[tuple[float, object]] = []
+        self.done = False
+        self._sig_r = -1
+
+    # -- start ---------------------------------------------------------------
+
+    def base_record(self) -> dict[str, object]:
+        """The record before the program starts (fields as ``records.HostRecord``)."""
+        return {
+            "v": 1,
+            "agent": self.agent,
+            "host_pid": os.getpid(),
+            "host_create_time": recordio.start_time(os.getpid()),
+            "program_pid": None,
+            "program_create_time": None,
+            "boot_time": recordio.boot_time(),
+            "started_at": time.time(),
+            "argv": self.argv,
+            "cwd": self.cwd,
+            "socket": self.socket_path,
+            "exit": None,
+            "error": None,
+        }
+
+    def start(self) -> str | None:
+        """Start the program in a PTY and write the record; return an error or None."""
+        base = self.record = self.base_record()
+        error = self._spawn()
+        if error is not None:
+            base["error"] = error
+            self.write_record()
+            return error
+        base["program_pid"] = self.pid
+        base["program_create_time"] = recordio.start_time(self.pid)
+        self.write_record()
+        return None
+
+    def _spawn(self) -> str | None:
+        if not os.path.isdir(self.cwd):
+            return f"directory {self.cwd} does not exist"
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", self.rows, self.cols, 0, 0))
+        err_r, err_w = os.pipe()  # close-on-exec: EOF means exec succeeded
+        pid = os.fork()
+        if pid == 0:  # the program
+            phase = "setup"
+            try:
+                os.close(master)
+                os.close(err_r)
+                os.setsid()
+                fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+                for fd in (0, 1, 2):
+                    os.dup2(slave, fd)
+                if slave > 2:
+                    os.close(slave)
+                # Ignored signals stay ignored across exec: give the program defaults.
+                for name in ("SIGPIPE", "SIGXFSZ", "SIGCHLD", *_SIGNALS):
+                    signal.signal(getattr(signal, name), signal.SIG_DFL)
+                signal.set_wakeup_fd(-1)
+                phase = "chdir"
+                os.chdir(self.cwd)
+                phase = "exec"
+                os.execvpe(self.argv[0], self.argv, self.env)
+            except OSError as exc:
+                msg = _start_error(self.argv[0], exc, phase, self.cwd)
+                os.write(err_w, msg.encode())
+            finally:
+                os._exit(127)
+        os.close(slave)
+        os.close(err_w)
+        chunks = []
+        while True:
+            chunk = os.read(err_r, 4096)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(err_r)
+        if chunks:
+            os.waitpid(pid, 0)
+            os.close(master)
+            return b"".join(chunks).decode(errors="replace")
+        self.pid = pid
+        self.master = master
+        os.set_blocking(master, False)
+        return None
+
+    def write_record(self) -> None:
+        try:
+            recordio.write_json_atomic(self.record_path, json.dumps(self.record, indent=1))
+        except OSError as exc:
+            _log(f"cannot write record {self.record_path}: {exc}")
+
+    # -- serve ---------------------------------------------------------------
+
+    def listen(self) -> None:
+        """Bind the socket (0600, in a folder only this user may enter)."""
+        folder = os.path.dirname(self.socket_path)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        os.chmod(folder, 0o700)
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(self.socket_path)
+        except OSError:
+            pass  # nobody serves it: a leftover (or nothing) to replace
+        else:
+            raise OSError(errno.EADDRINUSE, "another host serves this socket")
+        finally:
+            probe.close()
+        try:
+            os.unlink(self.socket_path)
+        except FileNotFoundError:
+            pass
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            sock.bind(self.socket_path)
+        finally:
+            os.umask(old)
+        os.chmod(self.socket_path, 0o600)
+        sock.listen(16)
+        sock.setblocking(False)
+        self.listener = sock
+        self.sel.register(sock, selectors.EVENT_READ, self._on_accept)
+
+    def run(self) -> None:
+        """Serve until the program has ended and the linger is over."""
+        sig_r, sig_w = os.pipe()
+        os.set_blocking(sig_r, False)
+        os.set_blocking(sig_w, False)
+        self._sig_r = sig_r
+        signal.set_wakeup_fd(sig_w)
+        for name in ("SIGCHLD", *_SIGNALS):
+            signal.signal(getattr(signal, name), lambda *_: None)
+        self.sel.register(sig_r, selectors.EVENT_READ, self._on_signal)
+        self.sel.register(self.master, selectors.EVENT_READ, self._on_master)
+        self._reap()  # the program may have ended before SIGCHLD had a handler
+        while not self.done:
+            timeout = None
+            if self.timers:
+                timeout = max(0.0, min(t[0] for t in self.timers) - time.monotonic())
+            for key, events in self.sel.select(timeout):
+                key.data(key, events)
+            now = time.monotonic()
+            due = [t for t in self.timers if t[0] <= now]
+            if due:
+                self.timers = [t for t in self.timers if t[0] > now]
+                for _, fn in due:
+                    fn()  # type: ignore[operator]
+        for client in list(self.clients.values()):
+            self._flush_blocking(client)
+            self._drop(client)
+        if self.listener is not None:
+            self.listener.close()
+            try:
+                os.unlink(self.socket_path)
+            except OSError:
+                pass
+        if self.master >= 0:
+            os.close(self.master)
+
+    def _later(self, delay: float, fn: object) -> None:
+        self.timers.append((time.monotonic() + delay, fn))
+
+    # -- the program ---------------------------------------------------------
+
+    def _on_signal(self, key: object, events: int) -> None:
+        try:
+            data = os.read(self._sig_r, 512)
+        except BlockingIOError:
+            return
+        for signum in data:
+            if signum == signal.SIGCHLD:
+                self._reap()
+            elif signal.Signals(signum).name in _SIGNALS:
+                self._host_signalled(signal.Signals(signum).name)
+
+    def _host_signalled(self, name: str) -> None:
+        _log(f"got {name}; hanging up the program")
+        if self.exit is not None:
+            self.done = True
+            return
+        if self.host_signal is None:
+            self.host_signal = name
+            self._killpg(signal.SIGHUP)
+            self._later(HANGUP_GRACE, lambda: self._killpg(signal.SIGKILL))
+
+    def _killpg(self, sig: int) -> bool:
+        if self.exit is not None:
+            return False
+        try:
+            os.killpg(self.pid, sig)
+        except ProcessLookupError:
+            try:  # the program may have left its own group
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                return False
+        return True
+
+    def _reap(self) -> None:
+        if self.exit is not None:
+            return
+        try:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        self._drain_master()
+        exit_info = recordio.exit_fields(status)
+        exit_info["stop_requested"] = self.stop_requested
+        exit_info["host_signal"] = self.host_signal
+        self.exit = exit_info
+        self.record["exit"] = exit_info
+        self.write_record()
+        _log(f"program {self.pid} ended: {exit_info}")
+        event = wire.json_frame({"event": "exit", "exit": exit_info})
+        for client in list(self.clients.values()):
+            if client.attached:
+                self._queue(client, event)
+        for client in self.stop_waiters:
+            self._reply(client, {"ok": True, "exit": exit_info})
+        self.stop_waiters.clear()
+        for client, _, _ in self.sends:
+            self._reply(client, {"ok": False, "error": "the program ended before the text"})
+        self.sends.clear()
+        if self.host_signal is not None:
+            self.done = True
+        else:
+            self._later(self.linger, self._end_linger)
+
+    def _end_linger(self) -> None:
+        self.done = True
+
+    def _drain_master(self) -> None:
+        while self.master >= 0:
+            try:
+                data = os.read(self.master, 65536)
+            except (BlockingIOError, OSError):
+                return
+            if not data:
+                return
+            self._output(data)
+
+    def _on_master(self, key: object, events: int) -> None:
+        if events & selectors.EVENT_READ:
+            try:
+                data = os.read(self.master, 65536)
+            except BlockingIOError:
+                data = None
+            except OSError:  # EIO: every slave fd is closed; SIGCHLD tells the rest
+                data = b""
+            if data:
+                self._output(data)
+            elif data is not None:
+                self.sel.unregister(self.master)
+                self.to_pty.clear()
+                return
+        if events & selectors.EVENT_WRITE:
+            self._flush_pty()
+
+    def _output(self, data: bytes) -> None:
+        self.scrollback += data
+        if len(self.scrollback) > SCROLLBACK_BYTES + 65536:
+            del self.scrollback[: len(self.scrollback) - SCROLLBACK_BYTES]
+        # Track bracketed paste mode; a marker may straddle two reads.
+        probe = self._paste_tail + data
+        on, off = probe.rfind(PASTE_ON), probe.rfind(PASTE_OFF)
+        if on != off:
+            self.paste_mode = on > off
+        self._paste_tail = probe[-(len(PASTE_ON) - 1) :]
+        out = wire.frame(wire.OUTPUT, data)
+        for client in list(self.clients.values()):
+            if client.attached:
+                self._queue(client, out)
+
+    def _write_pty(self, data: bytes) -> None:
+        if self.exit is not None or not data:
+            return
+        self.to_pty += data
+        self._flush_pty()
+
+    def _flush_pty(self) -> None:
+        while self.to_pty:
+            try:
+                n = os.write(self.master, self.to_pty)
+            except BlockingIOError:
+                break
+            except OSError:
+                self.to_pty.clear()
+                break
+            del self.to_pty[:n]
+        try:
+            self.sel.modify(
+                self.master,
+                selectors.EVENT_READ | (selectors.EVENT_WRITE if self.to_pty else 0),
+                self._on_master,
+            )
+        except (KeyError, ValueError):
+            pass
+
+    # -- clients -------------------------------------------------------------
+
+    def _on_accept(self, key: object, events: int) -> None:
+        assert self.listener is not None
+        try:
+            sock, _ = self.listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        uid = _peer_uid(sock)
+        if uid is not None and uid != os.getuid():
+            _log(f"refused a connection from uid {uid}")
+            sock.close()
+            return
+        sock.setblocking(False)
+        client = _Client(sock)
+        self.clients[sock.fileno()] = client
+        self.sel.register(sock, selectors.EVENT_READ, self._on_client)
+
+    def _on_client(self, key: selectors.SelectorKey, events: int) -> None:
+        client = self.clients.get(key.fd)
+        if client is None:
+            return
+        if events & selectors.EVENT_WRITE:
+            self._flush(client)
+        if not events & selectors.EVENT_READ:
+            return
+        try:
+            data = client.sock.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._drop(client)
+            return
+        try:
+            frames = client.reader.feed(data)
+            for kind, payload in frames:
+                if kind == wire.INPUT:
+                    if client.attached:
+                        self._write_pty(payload)
+                elif kind == wire.JSON:
+                    self._request(client, wire.decode_json(payload))
+        except wire.FrameError as exc:
+            self._reply(client, {"ok": False, "error": str(exc)})
+            self._flush_blocking(client)
+            self._drop(client)
+
+    def _queue(self, client: _Client, data: bytes) -> None:
+        if client.sock.fileno() < 0:
+            return
+        client.out += data
+        if len(client.out) > CLIENT_BACKLOG_LIMIT:
+            _log("dropped a client that stopped reading")
+            self._drop(client)
+            return
+        self._flush(client)
+
+    def _flush(self, client: _Client) -> None:
+        while client.out:
+            try:
+                n = client.sock.send(client.out)
+            except BlockingIOError:
+                break
+            except OSError:
+                self._drop(client)
+                return
+            del client.out[:n]
+        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if client.out else 0)
+        try:
+            self.sel.modify(client.sock, want, self._on_client)
+        except (KeyError, ValueError):
+            pass
+
+    def _flush_blocking(self, client: _Client) -> None:
+        """Best effort before closing: give the client a second to take what is queued."""
+        if client.sock.fileno() < 0 or not client.out:
+            return
+        try:
+            client.sock.settimeout(1.0)
+            client.sock.sendall(client.out)
+        except OSError:
+            pass
+        client.out.clear()
+
+    def _drop(self, client: _Client) -> None:
+        fd = client.sock.fileno()
+        if fd >= 0:
+            try:
+                self.sel.unregister(client.sock)
+            except (KeyError, ValueError):
+                pass
+            self.clients.pop(fd, None)
+            client.sock.close()
+        if client in self.stop_waiters:
+            self.stop_waiters.remove(client)
+
+    def _reply(self, client: _Client, obj: dict[str, object]) -> None:
+        self._queue(client, wire.json_frame(obj))
+
+    # -- requests ------------------------------------------------------------
+
+    def _request(self, client: _Client, req: dict[str, object]) -> None:
+        op = req.get("op")
+        handler = getattr(self, f"_op_{op}", None) if isinstance(op, str) else None
+        if handler is None:
+            self._reply(client, {"ok": False, "error": f"unknown request {op!r}"})
+            return
+        try:
+            handler(client, req)
+        except (TypeError, ValueError, KeyError) as exc:
+            self._reply(client, {"ok": False, "error": f"bad {op} request: {exc}"})
+
+    def _op_attach(self, client: _Client, req: dict[str, object]) -> None:
+        client.attached = True
+        if req.get("rows") and req.get("cols") and self.exit is None:
+            self._resize(int(req["rows"]), int(req["cols"]))  # type: ignore[call-overload]
+        self._reply(client, {"ok": True, "rows": self.rows, "cols": self.cols})
+        replay = bytes(self.scrollback[-REPLAY_BYTES:])
+        if replay:
+            self._queue(client, wire.frame(wire.OUTPUT, replay))
+        if self.exit is not None:
+            self._queue(client, wire.json_frame({"event": "exit", "exit": self.exit}))
+
+    def _op_send(self, client: _Client, req: dict[str, object]) -> None:
+        text = req.get("text")
+        if not isinstance(text, str):
+            raise ValueError("'text' must be a string")
+        if self.exit is not None:
+            self._reply(client, {"ok": False, "error": "the program has ended"})
+            return
+        self.sends.append((client, text.encode(), bool(req.get("enter", True))))
+        self._next_send()
+
+    def _next_send(self) -> None:
+        """Deliver queued texts one at a time: paste, pause, Enter, reply."""
+        if self.send_busy or not self.sends or self.exit is not None:
+            return
+        client, data, enter = self.sends[0]
+        self.send_busy = True
+        if data:
+            if self.paste_mode:
+                # The text must not end the paste early.
+                data = PASTE_START + data.replace(PASTE_END, b"") + PASTE_END
+            self._write_pty(data)
+
+        def finish() -> None:
+            if self.to_pty:  # still writing the paste: Enter must come after it
+                self._later(ENTER_PAUSE, finish)
+                return
+            if enter:
+                self._write_pty(b"\r")
+            if self.sends:
+                self.sends.pop(0)
+            self.send_busy = False
+            self._reply(client, {"ok": True})
+            self._next_send()
+
+        self._later(ENTER_PAUSE if data else 0.0, finish)
+
+    def _resize(self, rows: int, cols: int) -> None:
+        if not (0 < rows < 10000 and 0 < cols < 10000):
+            raise ValueError(f"size {rows}x{cols} is out of range")
+        self.rows, self.cols = rows, cols
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        self._killpg(signal.SIGWINCH)
+
+    def _op_resize(self, client: _Client, req: dict[str, object]) -> None:
+        if self.exit is None:
+            self._resize(int(req["rows"]), int(req["cols"]))  # type: ignore[call-overload]
+        self._reply(client, {"ok": True})
+
+    def _op_screen(self, client: _Client, req: dict[str, object]) -> None:
+        from volee_desktop.hosts.screen import render
+
+        lines = int(req.get("lines", self.rows))  # type: ignore[call-overload]
+        self._reply(client, {"ok": True, "text": render(bytes(self.scrollback), lines)})
+
+    def _op_signal(self, client: _Client, req: dict[str, object]) -> None:
+        sig = req.get("signal")
+        num = getattr(signal, sig) if isinstance(sig, str) else int(sig)  # type: ignore[call-overload]
+        self._reply(client, {"ok": True, "delivered": self._killpg(int(num))})
+
+    def _op_stop(self, client: _Client, req: dict[str, object]) -> None:
+        if self.exit is not None:
+            self._reply(client, {"ok": True, "exit": self.exit})
+            return
+        grace = float(req.get("grace", 5.0))  # type: ignore[arg-type]
+        self.stop_waiters.append(client)
+        if not self.stop_requested:
+            self.stop_requested = True
+            self._killpg(signal.SIGTERM)
+            self._later(grace, lambda: self._killpg(signal.SIGKILL))
+
+    def _op_status(self, client: _Client, req: dict[str, object]) -> None:
+        self._reply(
+            client,
+            {
+                "ok": True,
+                "record": self.record,
+                "running": self.exit is None,
+                "bracketed_paste": self.paste_mode,
+                "rows": self.rows,
+                "cols": self.cols,
+                "attached": sum(1 for c in self.clients.values() if c.attached),
+            },
+        )
+
+    def _op_close(self, client: _Client, req: dict[str, object]) -> None:
+        if self.exit is None:
+            self._reply(client, {"ok": False, "error": "the program is running; stop it first"})
+            return
+        self._reply(client, {"ok": True})
+        self.done = True
+
+
+# -- command line ------------------------------------------------------------
+
+_USAGE = (
+    "usage: python -m volee_desktop.hosts.host --agent AG --record PATH --socket PATH "
+    "[--cwd DIR] [--env-file F] [--rows R] [--cols C] [--linger S] [--ready-fd N] "
+    "[--foreground] -- argv..."
+)
+
+
+def _parse(args: list[str]) -> tuple[dict[str, str], list[str]]:
+    """A tiny parser: argparse alone costs the host half a MiB."""
+    if "--" not in args:
+        raise SystemExit(_USAGE)
+    split = args.index("--")
+    opts, argv = args[:split], args[split + 1 :]
+    known = {"agent", "record", "socket", "cwd", "env-file", "rows", "cols", "linger", "ready-fd"}
+    parsed: dict[str, str] = {}
+    i = 0
+    while i < len(opts):
+        name = opts[i][2:]
+        if name == "foreground":
+            parsed[name] = "1"
+            i += 1
+            continue
+        if not opts[i].startswith("--") or name not in known or i + 1 >= len(opts):
+            raise SystemExit(f"bad option {opts[i]!r}\n{_USAGE}")
+        parsed[name] = opts[i + 1]
+        i += 2
+    for required in ("agent", "record", "socket"):
+        if required not in parsed:
+            raise SystemExit(f"--{required} is required\n{_USAGE}")
+    if not argv:
+        raise SystemExit(f"no program given\n{_USAGE}")
+    return parsed, argv
+
+
+def _tell(fd: int, obj: dict[str, object]) -> None:
+    if fd < 0:
+        return
+    try:
+        os.write(fd, (json.dumps(obj) + "\n").encode())
+    except OSError:
+        pass
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run a host; returns its exit status (0 unless it could not start the program)."""
+    opts, argv = _parse(sys.argv[1:] if args is None else args)
+    ready = int(opts.get("ready-fd", "-1"))
+    env = dict(os.environ)
+    if "env-file" in opts:
+        with open(opts["env-file"], "rb") as f:
+            env = json.load(f)
+        os.unlink(opts["env-file"])
+    if "foreground" not in opts:
+        if os.getsid(0) != os.getpid():
+            os.setsid()
+        if os.fork() > 0:
+            os._exit(0)
+    os.umask(0o077)
+    os.chdir("/")  # hold no folder (the program gets its own cwd)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until run() installs its handlers
+    host = Host(
+        agent=opts["agent"],
+        record_path=opts["record"],
+        socket_path=opts["socket"],
+        argv=argv,
+        cwd=os.path.abspath(opts.get("cwd", os.getcwd())),
+        env=env,
+        rows=int(opts.get("rows", "40")),
+        cols=int(opts.get("cols", "120")),
+        linger=float(opts.get("linger", str(DEFAULT_LINGER))),
+    )
+    try:
+        host.listen()
+    except OSError as exc:
+        error = f"cannot serve socket {opts['socket']}: {exc.strerror or exc}"
+        _log(error)
+        host.record = host.base_record()
+        host.record["error"] = error
+        host.write_record()
+        _tell(ready, {"ok": False, "error": error, "record": host.record})
+        return 1
+    failure = host.start()
+    if failure is not None:
+        _log(failure)
+        _tell(ready, {"ok": False, "error": failure, "record": host.record})
+        return 1
+    _log(f"started {argv!r} as pid {host.pid}")
+    _tell(ready, {"ok": True, "record": host.record})
+    host.run()
+    _log("host exits")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        code = main()
+    except OSError as exc:
+        _log(f"host failed: {exc}")
+        code = 1
+    sys.exit(code)

@@ -1,0 +1,109 @@
+"""The lean half of host records: atomic JSON writes and the process facts a record holds.
+
+The host imports this module, so it stays stdlib-light (no dataclasses, no typing at
+run time).  ``records`` builds the typed view on top of it.
+
+Start times follow psutil's ``create_time`` on Linux exactly (``starttime`` from
+``/proc/<pid>/stat`` in clock ticks, plus ``btime`` from ``/proc/stat``), so the daemon can
+compare a record with what psutil reports.  Elsewhere they are ``None``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+_CLOCK_TICKS: int | None = None
+
+
+def boot_time() -> float | None:
+    """The machine's boot time (seconds since the epoch), as psutil.boot_time() gives it."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            for line in f:
+                if line.startswith(b"btime"):
+                    return float(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of /proc/<pid>/stat after the command name (which may hold spaces)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    # The name is in parentheses and may itself contain ") ": split after the last one.
+    return data[data.rfind(b")") + 2 :].split()
+
+
+def start_time(pid: int) -> float | None:
+    """When process ``pid`` started (seconds since the epoch), or None if unknown/gone."""
+    global _CLOCK_TICKS
+    fields = _stat_fields(pid)
+    booted = boot_time()
+    if not fields or booted is None:
+        return None
+    if _CLOCK_TICKS is None:
+        _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+    # fields[0] is the state (stat field 3); starttime is stat field 22.
+    return int(fields[19]) / _CLOCK_TICKS + booted
+
+
+def is_zombie(pid: int) -> bool:
+    """True when ``pid`` has ended but was not reaped yet (Linux only; False elsewhere)."""
+    fields = _stat_fields(pid)
+    return bool(fields) and fields[0] in (b"Z", b"X")  # type: ignore[index]
+
+
+def pid_exists(pid: int) -> bool:
+    """True when a process with this pid exists (it may belong to another user)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not is_zombie(pid)
+
+
+def exit_fields(wait_status: int) -> dict[str, object]:
+    """Decode a waitpid() status: a code, or the signal that killed the program."""
+    code = os.waitstatus_to_exitcode(wait_status)
+    if code < 0:
+        try:
+            name: str | None = signal.Signals(-code).name
+        except ValueError:
+            name = None
+        return {"code": None, "signal": -code, "signal_name": name, "ended_at": time.time()}
+    return {"code": code, "signal": None, "signal_name": None, "ended_at": time.time()}
+
+
+def write_json_atomic(path: str, text: str) -> None:
+    """Replace ``path`` with ``text`` so a reader sees the old or the new file, never half."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        data = memoryview(text.encode())
+        while data:
+            data = data[os.write(fd, data) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    # The rename is durable only once the folder is synced too.
+    try:
+        dfd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
