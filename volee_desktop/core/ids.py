@@ -51,6 +51,11 @@ def is_id(value: str, prefix: str) -> bool:
 
 def time_of(value: str) -> int:
     """The creation time (ms) encoded in a prefixed id."""
+    if not any(is_id(value, prefix) for prefix in PREFIXES):
+        raise IdError(
+            f"{value!r} is not a prefixed ULID: expected one of {', '.join(PREFIXES)} "
+            "followed by 26 Crockford base32 characters"
+        )
     body = value.split("_", 1)[1]
     result = 0
     for c in body[:10]:
