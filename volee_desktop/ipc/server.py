@@ -314,13 +314,15 @@ class IpcServer:
     async def _on_connection(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        task = asyncio.current_task()
-        if self._closing or task is None:
+        if self._closing:
             writer.transport.abort()
             return
+        # Served in a task of our own: close() cancels it, and asyncio 3.11 logs an
+        # error when the task it started for the connection ends cancelled.
+        task = asyncio.get_running_loop().create_task(self._serve(reader, writer))
         self._conn_tasks.add(task)
         try:
-            await self._serve(reader, writer)
+            await asyncio.wait([task])
         finally:
             self._conn_tasks.discard(task)
 
