@@ -52,15 +52,21 @@ class MemoryLog:
 
     def append(self, records: Sequence[Record], key: str | None = None) -> Awaitable[list[int]]:
         """Append; the awaitable is already resolved (or failed)."""
-        return _done(lambda: self._write([(list(records), key)])[0])
+        groups: list[Group] = [(list(records), key)]
+        _check_groups(groups)
+        return _done(lambda: self._write(groups)[0])
 
     def append_groups(self, groups: Sequence[Group]) -> Awaitable[list[list[int]]]:
         """Append several groups at once, all or nothing."""
-        return _done(lambda: self._write([(list(r), k) for r, k in groups]))
+        listed: list[Group] = [(list(r), k) for r, k in groups]
+        _check_groups(listed)
+        return _done(lambda: self._write(listed))
 
     def append_sync(self, records: Sequence[Record], key: str | None = None) -> list[int]:
         """Append and return the seqs."""
-        return self._write([(list(records), key)])[0]
+        groups: list[Group] = [(list(records), key)]
+        _check_groups(groups)
+        return self._write(groups)[0]
 
     def save_snapshot(self, seq: int, version: int, blob: bytes) -> Awaitable[None]:
         """Keep a snapshot; the awaitable is already resolved (or failed)."""
@@ -92,12 +98,9 @@ class MemoryLog:
 
     def _write(self, groups: list[Group]) -> list[list[int]]:
         seen: set[str] = set()
-        for records, key in groups:
-            check_records(records)
+        for _records, key in groups:
             if key is None:
                 continue
-            if type(key) is not str:
-                raise StoreError(f"cannot append with key {key!r}: a key must be a str")
             if key in seen:
                 raise StoreError(f"the batch uses idempotency key {key!r} twice; use it once")
             seen.add(key)
@@ -147,6 +150,13 @@ class MemoryLog:
     def close(self) -> None:
         """Refuse further writes."""
         self._closed = True
+
+
+def _check_groups(groups: list[Group]) -> None:
+    for records, key in groups:
+        check_records(records)
+        if key is not None and type(key) is not str:
+            raise StoreError(f"cannot append with key {key!r}: a key must be a str")
 
 
 def _done(produce: Callable[[], Any]) -> asyncio.Future[Any]:
