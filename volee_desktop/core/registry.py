@@ -181,8 +181,13 @@ def _v_registered(r: Registry, e: ev.AgentRegistered) -> str | None:
         return f"agent id {e.agent} is already used"
     if not e.name.strip():
         return "an agent needs a non-empty name"
-    if e.mission is not None and e.mission not in r.missions:
-        return f"unknown mission {e.mission!r}"
+    if e.mission is not None:
+        mission = r.missions.get(e.mission)
+        if mission is None:
+            return f"unknown mission {e.mission!r}"
+        # An agent joining an ended mission would be one of its agents without the hold.
+        if mission.status.ended:
+            return f"mission {e.mission} is over ({mission.status}); it takes no new agents"
     if e.parent is not None and e.parent not in r.names:
         return f"unknown parent agent {e.parent!r}"
     return None
