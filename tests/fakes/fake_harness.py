@@ -205,7 +205,9 @@ class Fake:
         if self.prompt:
             self.count += 1
             _out(f"PROMPT {self.count} paste=0: {json.dumps(self.prompt)}\n")
-            self.submit(self.prompt, 0)
+            code = self.submit(self.prompt, 0)
+            if code is not None:
+                return code
         return self.loop()
 
     def _on_term(self, signum: int, frame: object) -> None:

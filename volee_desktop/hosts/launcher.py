@@ -280,6 +280,12 @@ class HostStream:
         self.closed = True
         self.sock.close()
 
+    def __enter__(self) -> HostStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 class HostClient:
     """Blocking requests to one host's socket; each request uses its own connection."""
@@ -370,7 +376,6 @@ class HostClient:
         req: dict[str, object] = {"op": "attach"}
         if rows and cols:
             req.update(rows=rows, cols=cols)
-        reader = wire.FrameReader()
         try:
             sock.sendall(wire.json_frame(req))
             # Read the reply frame alone so output after it stays in the stream's reader.
@@ -382,9 +387,7 @@ class HostClient:
             sock.close()
             raise HostError(f"host refused to attach: {reply.get('error')}")
         sock.settimeout(None)
-        stream = HostStream(sock, int(reply["rows"]), int(reply["cols"]))
-        stream._reader = reader
-        return stream
+        return HostStream(sock, int(reply["rows"]), int(reply["cols"]))
 
     @staticmethod
     def _read_reply_exact(sock: socket.socket) -> dict[str, Any]:

@@ -1,0 +1,168 @@
+"""Fixtures for host tests: a short temp folder, hosts running the fake harness, hook logs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from volee_desktop.hosts.launcher import HostClient, HostStream, launch_host
+from volee_desktop.hosts.records import HostRecord, host_alive, program_alive, read_record
+
+FAKE_HARNESS = Path(__file__).resolve().parents[1] / "fakes" / "fake_harness.py"
+HOOK_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PermissionRequest",
+    "Notification",
+    "Stop",
+    "SessionEnd",
+)
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.01)
+
+
+@dataclass
+class Rig:
+    """A short folder with a hosts dir, a runtime dir, a hook log and the fake harness home."""
+
+    root: Path
+    launched: list[HostRecord] = field(default_factory=list)
+    streams: list[HostStream] = field(default_factory=list)
+
+    @property
+    def hook_log(self) -> Path:
+        return self.root / "hooks.jsonl"
+
+    @property
+    def harness_home(self) -> Path:
+        return self.root / "fh"
+
+    @property
+    def project(self) -> Path:
+        path = self.root / "proj"
+        path.mkdir(exist_ok=True)
+        return path
+
+    def record_path(self, agent: str) -> Path:
+        return self.root / "state" / "hosts" / f"{agent}.json"
+
+    def socket_path(self, agent: str) -> Path:
+        return self.root / "run" / f"{agent}.sock"
+
+    def settings(self) -> Path:
+        """A Claude-style settings file whose hooks append each payload to the hook log."""
+        command = f"cat >> {self.hook_log}; echo >> {self.hook_log}"
+        hooks = {e: [{"hooks": [{"type": "command", "command": command}]}] for e in HOOK_EVENTS}
+        path = self.root / "settings.json"
+        path.write_text(json.dumps({"hooks": hooks}))
+        return path
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "FAKE_HARNESS_HOME": str(self.harness_home)}
+
+    def fake_argv(self, *args: str, hooks: bool = True) -> list[str]:
+        extra = ["--settings", str(self.settings())] if hooks else ["--no-hooks"]
+        return [sys.executable, str(FAKE_HARNESS), *extra, *args]
+
+    def launch(
+        self, argv: list[str], agent: str = "ag_1", linger: float = 0.3, **kw: Any
+    ) -> HostRecord:
+        record = launch_host(
+            agent,
+            argv,
+            kw.pop("cwd", self.project),
+            kw.pop("env", self.env()),
+            self.record_path(agent),
+            self.socket_path(agent),
+            linger=linger,
+            **kw,
+        )
+        self.launched.append(record)
+        return record
+
+    def launch_fake(self, *args: str, agent: str = "ag_1", **kw: Any) -> HostRecord:
+        return self.launch(self.fake_argv(*args), agent=agent, **kw)
+
+    def client(self, agent: str = "ag_1") -> HostClient:
+        return HostClient(self.socket_path(agent))
+
+    def stream(self, agent: str = "ag_1") -> HostStream:
+        """An attached stream, closed when the test ends."""
+        stream = self.client(agent).open_stream()
+        self.streams.append(stream)
+        return stream
+
+    def hooks(self) -> list[dict[str, Any]]:
+        if not self.hook_log.exists():
+            return []
+        lines = self.hook_log.read_text().splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def wait_hook(self, event: str, timeout: float = 10.0, **fields: Any) -> dict[str, Any]:
+        def find() -> dict[str, Any] | None:
+            for hook in self.hooks():
+                if hook["hook_event_name"] == event and all(
+                    hook.get(k) == v for k, v in fields.items()
+                ):
+                    return hook
+            return None
+
+        found: dict[str, Any] = wait_for(find, timeout, f"hook {event} {fields}")
+        return found
+
+    def wait_exit(self, agent: str = "ag_1", timeout: float = 10.0) -> HostRecord:
+        def ended() -> HostRecord | None:
+            record = read_record(self.record_path(agent))
+            return record if record is not None and record.exit is not None else None
+
+        found: HostRecord = wait_for(ended, timeout, f"the exit of {agent} in its record")
+        return found
+
+
+def _kill(record: HostRecord) -> None:
+    """Kill what a test left running, checking start times so a reused pid is spared."""
+    try:
+        if record.program_pid is not None and program_alive(record):
+            os.killpg(record.program_pid, signal.SIGKILL)
+        if host_alive(record):
+            os.kill(record.host_pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@pytest.fixture
+def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
+    """A rig in a short /tmp folder (socket paths are limited); kills its hosts afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="v", dir="/tmp"))
+    monkeypatch.setenv("VOLEE_HOME", str(root / "home"))
+    the_rig = Rig(root)
+    yield the_rig
+    for stream in the_rig.streams:
+        stream.close()
+    for record in the_rig.launched:
+        _kill(record)
+    shutil.rmtree(root, ignore_errors=True)

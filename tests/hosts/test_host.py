@@ -1,0 +1,356 @@
+"""The host process: detached, records the program's life, serves attach/send/resize/screen/stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+from conftest import Rig, wait_for
+
+from volee_desktop.hosts.errors import HostError
+from volee_desktop.hosts.records import host_alive, program_alive, read_record
+
+PROMPT = "❯ ".encode()
+
+
+def _ppid(pid: int) -> int:
+    return psutil.Process(pid).ppid()
+
+
+def test_host_is_detached_in_its_own_session(rig: Rig) -> None:
+    record = rig.launch_fake()
+
+    assert os.getsid(record.host_pid) != os.getsid(0)
+    # Reparented away from the launcher (init or a subreaper), so it outlives it.
+    assert _ppid(record.host_pid) != os.getpid()
+    # The program leads its own session, with the PTY as its terminal.
+    assert record.program_pid is not None
+    assert os.getsid(record.program_pid) == record.program_pid
+    assert psutil.Process(record.program_pid).terminal() is not None
+
+
+def test_record_holds_pids_times_and_argv(rig: Rig) -> None:
+    before = time.time()
+    argv = rig.fake_argv()
+    record = rig.launch(argv, agent="ag_rec")
+
+    on_disk = read_record(rig.record_path("ag_rec"))
+    assert on_disk == record
+    assert record.agent == "ag_rec"
+    assert record.program_pid is not None
+    # Same numbers psutil gives, so the daemon can compare them.
+    assert record.program_create_time == pytest.approx(
+        psutil.Process(record.program_pid).create_time(), abs=0.01
+    )
+    assert record.host_create_time == pytest.approx(
+        psutil.Process(record.host_pid).create_time(), abs=0.01
+    )
+    assert record.boot_time == pytest.approx(psutil.boot_time(), abs=1.0)
+    assert before <= record.started_at <= time.time()
+    assert list(record.argv) == argv
+    assert record.cwd == str(rig.project)
+    assert record.exit is None
+    assert record.error is None
+    assert host_alive(record)
+    assert program_alive(record)
+
+
+def test_socket_is_private(rig: Rig) -> None:
+    rig.launch_fake()
+    sock = rig.socket_path("ag_1")
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+    assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(rig.record_path("ag_1").stat().st_mode) == 0o600
+
+
+def test_exit_code_is_recorded(rig: Rig) -> None:
+    rig.launch_fake("CRASH")
+
+    record = rig.wait_exit()
+
+    assert record.exit is not None
+    assert record.exit.code == 3
+    assert record.exit.signal is None
+    assert not record.exit.success
+    assert not record.exit.stop_requested
+
+
+def test_clean_exit_is_success_and_fires_session_end(rig: Rig) -> None:
+    rig.launch_fake("/exit")
+
+    record = rig.wait_exit()
+
+    assert record.exit is not None
+    assert record.exit.success
+    assert record.exit.code == 0
+    rig.wait_hook("SessionEnd", reason="prompt_input_exit")
+
+
+def test_death_by_sigkill_is_a_signal_never_success(rig: Rig) -> None:
+    rig.launch_fake("KILLME")
+
+    record = rig.wait_exit()
+
+    assert record.exit is not None
+    assert record.exit.code is None
+    assert record.exit.signal == signal.SIGKILL
+    assert record.exit.signal_name == "SIGKILL"
+    assert not record.exit.success
+    assert not any(h["hook_event_name"] == "SessionEnd" for h in rig.hooks())
+
+
+def test_host_exits_after_its_linger(rig: Rig) -> None:
+    record = rig.launch_fake("/exit", linger=0.2)
+    rig.wait_exit()
+    wait_for(lambda: not host_alive(record), 5, "the host to exit after its linger")
+    assert not rig.socket_path("ag_1").exists()
+
+
+def test_host_survives_its_launcher_exiting(rig: Rig) -> None:
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        from volee_desktop.hosts.launcher import launch_host
+        rec = launch_host("ag_x", {rig.fake_argv()!r}, {str(rig.project)!r},
+                          {rig.env()!r}, {str(rig.record_path("ag_x"))!r},
+                          {str(rig.socket_path("ag_x"))!r})
+        import os
+        print(os.getpid())
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=30, check=True
+    )
+    launcher_pid = int(done.stdout.strip())
+    record = read_record(rig.record_path("ag_x"))
+    assert record is not None
+    rig.launched.append(record)
+
+    assert _ppid(record.host_pid) != launcher_pid
+    assert host_alive(record)
+    assert program_alive(record)
+    status = rig.client("ag_x").status()
+    assert status.running
+    assert status.record.host_pid == record.host_pid
+
+
+def test_two_attached_clients_both_see_output_after_a_replay(rig: Rig) -> None:
+    rig.launch_fake("hello")
+    client = rig.client()
+    first = rig.stream()
+    assert b"ok: hello" in first.read_until(PROMPT, 10)
+    second = rig.stream()
+    # The late client is first replayed what was printed before it came.
+    assert b"ok: hello" in second.read_until(PROMPT, 10)
+    assert client.status().attached == 2
+
+    client.send_text("both of you")
+
+    for stream in (first, second):
+        assert b"ok: both of you" in stream.read_until(b"ok: both of you", 10)
+    first.close()
+    second.close()
+
+
+def test_send_is_one_paste_then_enter(rig: Rig) -> None:
+    rig.launch_fake()
+    client = rig.client()
+    stream = rig.stream()
+    stream.read_until(PROMPT, 10)
+    assert client.status().bracketed_paste
+
+    client.send_text("first line\nsecond line")
+
+    out = stream.read_until(b"second line\r\n", 10)
+    assert b'PROMPT 1 paste=1: "first line\\nsecond line"' in out
+    rig.wait_hook("UserPromptSubmit", prompt="first line\nsecond line")
+
+
+def test_send_without_bracketed_paste_is_raw_text(rig: Rig) -> None:
+    rig.launch(["sh", "-c", 'echo ready; read line; echo "GOT:$line"; sleep 5'])
+    client = rig.client()
+    stream = rig.stream()
+    stream.read_until(b"ready", 10)
+    assert not client.status().bracketed_paste
+
+    client.send_text("plain words")
+
+    stream.read_until(b"GOT:plain words\r\n", 10)
+
+
+def test_keys_typed_into_an_attached_stream_reach_the_program(rig: Rig) -> None:
+    rig.launch_fake()
+    stream = rig.stream()
+    stream.read_until(PROMPT, 10)
+
+    stream.write(b"typed\r")
+
+    stream.read_until(b'PROMPT 1 paste=0: "typed"', 10)
+
+
+def test_resize_reaches_the_program(rig: Rig) -> None:
+    rig.launch_fake()
+    client = rig.client()
+    stream = rig.stream()
+    stream.read_until(PROMPT, 10)
+    client.send_text("SIZE")
+    stream.read_until(b"SIZE rows=40 cols=120", 10)
+
+    client.resize(30, 90)
+
+    stream.read_until(b"WINCH rows=30 cols=90", 10)
+    client.send_text("SIZE")
+    stream.read_until(b"SIZE rows=30 cols=90", 10)
+    assert client.status().rows == 30
+
+
+def test_screen_is_recent_plain_text(rig: Rig) -> None:
+    rig.launch_fake("hello")
+    client = rig.client()
+    rig.stream().read_until(PROMPT, 10)
+    client.send_text("again")
+    wait_for(lambda: "ok: again" in client.screen(50), 10, "the reply on the screen")
+
+    text = client.screen(3)
+
+    assert "\x1b" not in text
+    assert len(text.splitlines()) == 3
+    assert text.splitlines()[-1].startswith("❯")
+    assert "ok: hello" not in text
+
+
+def test_stop_ends_the_program_and_records_it(rig: Rig) -> None:
+    record = rig.launch_fake()
+    client = rig.client()
+    rig.stream().read_until(PROMPT, 10)
+    rig.wait_hook("SessionStart", source="startup")
+
+    status = client.stop(grace=5)
+
+    assert status.signal_name == "SIGTERM"
+    assert status.stop_requested
+    assert not status.success
+    rig.wait_hook("SessionEnd", reason="other")
+    on_disk = rig.wait_exit()
+    assert on_disk.exit == status
+    wait_for(lambda: not host_alive(record), 5, "the host to exit")
+
+
+def test_stop_kills_a_program_that_ignores_sigterm(rig: Rig) -> None:
+    rig.launch(["sh", "-c", "trap '' TERM; echo ready; while :; do read x; done"])
+    client = rig.client()
+    rig.stream().read_until(b"ready", 10)
+
+    status = client.stop(grace=0.3)
+
+    assert status.signal_name == "SIGKILL"
+    assert status.stop_requested
+
+
+def test_host_sigterm_hangs_up_the_program_and_says_so(rig: Rig) -> None:
+    record = rig.launch_fake()
+    rig.stream().read_until(PROMPT, 10)
+
+    os.kill(record.host_pid, signal.SIGTERM)
+
+    on_disk = rig.wait_exit()
+    assert on_disk.exit is not None
+    assert on_disk.exit.host_signal == "SIGTERM"
+    assert on_disk.exit.signal_name == "SIGHUP"
+    rig.wait_hook("SessionEnd", reason="other")
+    wait_for(lambda: not host_alive(record), 5, "the host to exit")
+
+
+def test_attach_after_the_end_replays_and_reports_the_exit(rig: Rig) -> None:
+    rig.launch_fake("CRASH", linger=5)
+    rig.wait_exit()
+
+    stream = rig.stream()
+    out = stream.read_until(b"crashing", 5)
+    wait_for(lambda: stream.read(0.05) or stream.exit, 5, "the exit event")
+
+    assert b"crashing" in out
+    assert stream.exit is not None
+    assert stream.exit.code == 3
+    rig.client().close()
+
+
+def test_send_after_the_end_is_refused(rig: Rig) -> None:
+    rig.launch_fake("/exit", linger=5)
+    rig.wait_exit()
+
+    with pytest.raises(HostError, match="the program has ended"):
+        rig.client().send_text("anyone?")
+
+
+def test_missing_binary_is_a_clear_error(rig: Rig) -> None:
+    with pytest.raises(HostError, match=r"cannot start 'no-such-agent-bin': not found on PATH"):
+        rig.launch(["no-such-agent-bin", "--x"])
+
+
+def test_missing_cwd_is_a_clear_error(rig: Rig) -> None:
+    gone = rig.root / "gone"
+    with pytest.raises(HostError, match=f"directory {gone} does not exist"):
+        rig.launch(rig.fake_argv(), cwd=gone)
+
+
+def test_a_live_host_is_never_started_twice(rig: Rig) -> None:
+    rig.launch_fake()
+    with pytest.raises(HostError, match="a host already runs for agent ag_1"):
+        rig.launch_fake()
+
+
+@pytest.mark.parametrize(
+    ("argv", "cwd_name", "message"),
+    [
+        (["no-such-agent-bin"], "proj", "cannot start 'no-such-agent-bin': not found on PATH"),
+        (["true"], "missing", "directory {root}/missing does not exist"),
+    ],
+)
+def test_the_host_itself_records_a_failed_start(
+    rig: Rig, argv: list[str], cwd_name: str, message: str
+) -> None:
+    rig.project  # noqa: B018 - creates the folder
+    record_path = rig.record_path("ag_f")
+    record_path.parent.mkdir(parents=True)
+    read_fd, write_fd = os.pipe()
+    cmd = [
+        sys.executable,
+        "-m",
+        "volee_desktop.hosts.host",
+        "--agent",
+        "ag_f",
+        "--record",
+        str(record_path),
+        "--socket",
+        str(rig.socket_path("ag_f")),
+        "--cwd",
+        str(rig.root / cwd_name),
+        "--ready-fd",
+        str(write_fd),
+        "--foreground",
+        "--",
+        *argv,
+    ]
+    done = subprocess.run(cmd, pass_fds=(write_fd,), timeout=30, check=False)
+    os.close(write_fd)
+    with os.fdopen(read_fd) as ready:
+        report = json.loads(ready.readline())
+
+    expected = message.format(root=rig.root)
+    assert done.returncode == 1
+    assert report["ok"] is False
+    assert report["error"] == expected
+    record = read_record(record_path)
+    assert record is not None
+    assert record.error == expected
+    assert record.program_pid is None
+    assert not record.running
