@@ -1,0 +1,1 @@
+"""Tests of the login items (volee_desktop.loginitem)."""
