@@ -1,0 +1,352 @@
+"""The ``volee`` command (CLI contract in docs/architecture: stable for people and scripts)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..ipc.client import Client
+from ..ipc.protocol import DaemonUnavailable, IpcError
+from ..paths import Dirs, dirs
+
+START_TIMEOUT = 20.0
+
+
+class CliError(Exception):
+    """A failure to report on stderr with a non-zero exit status."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# --- talking to the daemon --------------------------------------------------------------------
+
+
+def connect(folders: Dirs, *, start: bool = True, timeout: float = 30.0) -> Client:
+    """A client of this user's daemon, starting the daemon first if none runs."""
+    try:
+        return Client.connect(folders.socket, timeout=timeout)
+    except DaemonUnavailable:
+        if not start:
+            raise
+    start_daemon(folders)
+    return Client.connect(folders.socket, timeout=timeout)
+
+
+def start_daemon(folders: Dirs) -> None:
+    """Start the headless daemon detached from this terminal and wait until it serves."""
+    folders.logs.mkdir(parents=True, exist_ok=True)
+    log_path = folders.logs / "daemon.log"
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "volee_desktop.cli", "daemon", "run"],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            close_fds=True,
+        )
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            Client.connect(folders.socket, timeout=2.0).close()
+            return
+        except DaemonUnavailable:
+            pass
+        code = proc.poll()
+        if code is not None:
+            try:
+                Client.connect(folders.socket, timeout=2.0).close()
+                return  # another daemon won the race; it serves
+            except DaemonUnavailable:
+                pass
+            tail = _tail(log_path)
+            raise CliError(f"the volee daemon could not start (exit {code}):\n{tail}", 3)
+        time.sleep(0.05)
+    raise CliError(f"the volee daemon did not answer within {START_TIMEOUT:.0f} s; see {log_path}")
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(text[-lines:])
+
+
+def call(args: argparse.Namespace, method: str, **params: Any) -> Any:
+    """Call a daemon method, starting the daemon if needed."""
+    with connect(dirs()) as client:
+        return client.request(method, params)
+
+
+def emit_json(value: Any) -> None:
+    """Print JSON for scripts."""
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def ago(seconds: float) -> str:
+    """A short duration: 12 s, 3 min, 2 h, 4 d."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    if s < 86400:
+        return f"{s // 3600} h"
+    return f"{s // 86400} d"
+
+
+# --- commands ---------------------------------------------------------------------------------
+
+
+def cmd_daemon_run(args: argparse.Namespace) -> int:
+    import asyncio
+    import logging
+
+    from ..daemon.errors import AlreadyRunning
+    from ..daemon.main import run_foreground
+    from ..store.errors import StoreError
+
+    folders = dirs()
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        return asyncio.run(run_foreground(folders))
+    except AlreadyRunning as exc:
+        raise CliError(str(exc), 2) from exc
+    except StoreError as exc:
+        raise CliError(f"the daemon cannot start: {exc}", 3) from exc
+
+
+def cmd_daemon_status(args: argparse.Namespace) -> int:
+    folders = dirs()
+    try:
+        with Client.connect(folders.socket, timeout=5.0) as client:
+            status = client.call("daemon.status")
+    except DaemonUnavailable:
+        status = {"running": False, "socket": str(folders.socket)}
+        login = _login_status()
+        if login is not None:
+            status["login_item"] = login
+        if args.json:
+            emit_json(status)
+        else:
+            print(f"volee daemon: not running (socket {folders.socket})")
+            if login is not None:
+                print(f"login item: {login.get('summary', login)}")
+        return 3
+    status["running"] = True
+    login = _login_status()
+    if login is not None:
+        status["login_item"] = login
+    if args.json:
+        emit_json(status)
+        return 0
+    print(f"volee daemon {status['version']}: running, pid {status['pid']}")
+    up = ago(time.time() - status["started_at"])
+    print(f"  up {up} (started in {status['startup_seconds']:.2f} s)")
+    print(f"  socket     {status['socket']}")
+    print(f"  event log  {status['events_db']} ({status['seq']} events)")
+    print(f"  agents     {status['agents']} ({status['live_agents']} live)")
+    print(
+        f"  hooks      {status['hooks_accepted']} accepted, {status['hooks_rejected']} kept aside"
+    )
+    if status.get("broken"):
+        print(f"  BROKEN     {status['broken']}")
+    for problem in status.get("config_problems", []):
+        print(f"  config: {problem} (default used)")
+    for name, part in status.get("extra", {}).items():
+        print(f"  {name:<10} {part if isinstance(part, str) else json.dumps(part)}")
+    if login is not None:
+        print(f"  login item {login.get('summary', login)}")
+    return 0
+
+
+def _login_status() -> dict[str, Any] | None:
+    try:
+        from ..loginitem import status_summary
+    except ImportError:
+        return None
+    try:
+        result: dict[str, Any] = status_summary()
+    except Exception as exc:  # status is informative; never fail `daemon status` on it
+        return {"summary": f"unknown ({exc})"}
+    return result
+
+
+def cmd_daemon_stop(args: argparse.Namespace) -> int:
+    folders = dirs()
+    try:
+        with Client.connect(folders.socket, timeout=5.0) as client:
+            pid = client.call("daemon.status")["pid"]
+            client.call("daemon.stop")
+    except DaemonUnavailable:
+        print("volee daemon: not running")
+        return 0
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    if args.json:
+        emit_json({"stopped": True, "pid": pid})
+    else:
+        print(f"volee daemon: stopped (pid {pid}); agents keep running in their hosts")
+    return 0
+
+
+def cmd_daemon_repair(args: argparse.Namespace) -> int:
+    from ..daemon.lock import holder, is_held
+    from ..store.integrity import repair
+
+    folders = dirs()
+    if is_held(folders.daemon_lock):
+        raise CliError(
+            f"the daemon is running (pid {holder(folders.daemon_lock)}); stop it first: "
+            "volee daemon stop"
+        )
+    if not folders.events_db.exists():
+        raise CliError(f"there is no event log at {folders.events_db}; nothing to repair")
+    report = repair(folders.events_db)
+    print(report)
+    return 0
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    with connect(dirs()) as client:
+        if not args.no_refresh:
+            try:
+                client.call("discovery.refresh")
+            except IpcError:
+                pass  # discovery off or failing: list what is known
+        agents = client.call("agents.list", all=args.all)
+    if args.json:
+        emit_json(agents)
+        return 0
+    if not agents:
+        print("no agents yet: `volee spawn -- 'your task'` starts one")
+        return 0
+    now = time.time()
+    rows = [("STATE", "NAME", "SINCE", "DETAIL", "ID")]
+    for a in agents:
+        detail = a["detail"] or a["activity"] or ""
+        marks = []
+        if a.get("held"):
+            marks.append(f"held: {a['held']}")
+        if a.get("interrupted"):
+            marks.append(f"interrupted ({a['interrupted']})")
+            if a.get("action"):
+                marks.append(f"`volee resume` to {a['action']}")
+        if marks:
+            detail = f"{detail} [{'; '.join(marks)}]" if detail else f"[{'; '.join(marks)}]"
+        rows.append((a["state"], a["name"], ago(now - a["state_since"]), detail[:70], a["id"]))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=False)) + "  " + r[4])
+    return 0
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    items = call(args, "agents.timeline", agent=args.agent)
+    if args.json:
+        emit_json(items)
+        return 0
+    for item in items:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(item["at"]))
+        print(f"{stamp}  {item['text']}")
+    return 0
+
+
+def _not_yet(name: str) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        raise CliError(f"`volee {name}` is not available in this build yet", 2)
+
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``volee``."""
+    parser = argparse.ArgumentParser(
+        prog="volee",
+        description="Supervise the coding agents you run on your own machine.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("app", help="run the tray app in the foreground")
+    p.set_defaults(func=_dispatch_app)
+
+    daemon = sub.add_parser("daemon", help="run, inspect or stop the daemon; login item")
+    dsub = daemon.add_subparsers(dest="daemon_command", metavar="ACTION", required=True)
+    for name, func, helptext in (
+        ("run", cmd_daemon_run, "run the daemon in the foreground"),
+        ("status", cmd_daemon_status, "is the daemon running, and how is it"),
+        ("stop", cmd_daemon_stop, "stop the daemon (agents keep running)"),
+        ("repair", cmd_daemon_repair, "repair a damaged event log from its last good record"),
+    ):
+        dp = dsub.add_parser(name, help=helptext)
+        dp.add_argument("--json", action="store_true", help="machine-readable output")
+        dp.set_defaults(func=func)
+
+    p = sub.add_parser("ls", help="agents, most urgent first")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--all", action="store_true", help="also ended sessions volee only watched")
+    p.add_argument("--no-refresh", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_ls)
+
+    p = sub.add_parser("timeline", help="an agent's history: interruptions and decisions")
+    p.add_argument("agent", metavar="AGENT")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_timeline)
+
+    p = sub.add_parser("hook", help="(harness hooks call this) forward a hook payload")
+    p.add_argument("event", metavar="EVENT")
+    return parser
+
+
+def _dispatch_app(args: argparse.Namespace) -> int:
+    from ..app.main import run_app
+
+    return run_app([])
+
+
+EXTENSIONS: list[Any] = []
+
+
+def main(argv: list[str]) -> int:
+    """Run ``volee`` with ``argv``; returns the exit status."""
+    parser = build_parser()
+    for extend in EXTENSIONS:
+        extend(parser)
+    if not argv:
+        argv = ["app"]
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    try:
+        status: int = func(args)
+        return status
+    except CliError as exc:
+        print(f"volee: {exc}", file=sys.stderr)
+        return exc.status
+    except DaemonUnavailable as exc:
+        print(f"volee: the daemon is not reachable: {exc}", file=sys.stderr)
+        return 3
+    except IpcError as exc:
+        print(f"volee: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

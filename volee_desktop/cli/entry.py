@@ -1,0 +1,21 @@
+"""The ``volee`` console script: a tiny dispatcher so that ``volee hook`` stays fast."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``volee``; ``volee hook`` takes a fast path that imports almost nothing."""
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["hook"]:
+        from volee_desktop.cli import hookshim
+
+        return hookshim.main(args[1:])
+    from volee_desktop.cli import commands
+
+    return commands.main(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

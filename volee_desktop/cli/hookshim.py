@@ -1,0 +1,96 @@
+"""``volee hook EVENT``: forward a harness hook payload to the daemon, or spool it.
+
+Runs on every hook of every agent, so it imports as little as possible (no
+argparse, no asyncio, no platformdirs when VOLEE_HOME is set) and never fails
+the harness: whatever happens it exits 0, and a payload it cannot hand over is
+written to ``<state>/spool/`` (write, fsync, rename) for the daemon to ingest
+when it starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+TIMEOUT = 5.0
+
+
+def _spool(state_spool: str, params: dict[str, object]) -> None:
+    os.makedirs(state_spool, mode=0o700, exist_ok=True)
+    name = f"{params['key']}.json"
+    tmp = os.path.join(state_spool, f".{name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, json.dumps(params).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, os.path.join(state_spool, name))
+    dfd = os.open(state_spool, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def main(argv: list[str]) -> int:
+    """Entry point; ``argv`` are the arguments after ``hook``."""
+    received_at = time.time()
+    event = argv[0] if argv else ""
+    try:
+        data = sys.stdin.buffer.read(8 << 20)
+    except (OSError, ValueError):
+        data = b""
+    env = os.environ
+    params: dict[str, object] = {
+        "event": event,
+        "payload": data.decode("utf-8", errors="replace"),
+        "agent": env.get("VOLEE_AGENT") or None,
+        "harness": env.get("VOLEE_HARNESS") or "claude",
+        # A key unique to this payload: the daemon commits it with the events, so a
+        # payload that is both answered and spooled is still ingested exactly once.
+        "key": f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}",
+        "received_at": received_at,
+    }
+    from volee_desktop.paths import dirs
+
+    folders = dirs()
+    try:
+        _send(str(folders.socket), params)
+    except Exception as exc:  # any failure: keep the payload, never fail the harness
+        try:
+            _spool(str(folders.spool), params)
+        except OSError as spool_exc:
+            print(
+                f"volee hook: daemon unreachable ({exc}) and spool failed: {spool_exc}",
+                file=sys.stderr,
+            )
+    return 0
+
+
+def _send(path: str, params: dict[str, object]) -> None:
+    import socket
+
+    line = json.dumps({"v": 1, "id": 1, "method": "hook", "params": params}).encode() + b"\n"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(TIMEOUT)
+        sock.connect(path)
+        sock.sendall(line)
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("the daemon closed the connection")
+            buf += chunk
+    finally:
+        sock.close()
+    reply = json.loads(buf)
+    if "error" in reply:
+        raise ConnectionError(reply["error"].get("message", "error"))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

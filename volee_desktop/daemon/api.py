@@ -1,0 +1,206 @@
+"""The daemon's IPC methods (docs/ipc.md): thin handlers over the service and the runners."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from ..core.events import Event
+from ..ipc.protocol import ErrorCode, IpcError
+from ..ipc.server import Connection, Reply
+from ..store.codec import decode_event, event_to_dict, to_builtins
+from .errors import Ambiguous, Broken, NotFound, Refused
+from .timeline import timeline
+from .views import agent_view, listed, resolve_agent
+
+if TYPE_CHECKING:
+    from .main import Daemon
+
+log = logging.getLogger(__name__)
+
+Method = Callable[[Connection, dict[str, Any]], Awaitable[Any]]
+MAX_QUEUED_PUSHES = 50_000
+
+
+def _str(params: dict[str, Any], key: str, *, required: bool = True) -> str | None:
+    value = params.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (required and not value):
+        raise IpcError(ErrorCode.BAD_REQUEST, f"parameter {key!r} must be a non-empty string")
+    return value
+
+
+class Api:
+    """The method table; errors of the daemon are mapped to stable codes here."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.methods: dict[str, Method] = {
+            "agents.list": self.agents_list,
+            "agents.get": self.agents_get,
+            "agents.timeline": self.agents_timeline,
+            "hook": self.hook,
+            "subscribe": self.subscribe,
+            "daemon.status": self.daemon_status,
+            "daemon.stop": self.daemon_stop,
+        }
+
+    def add(self, name: str, method: Method) -> None:
+        """Register another method (runners add theirs)."""
+        self.methods[name] = method
+
+    async def __call__(self, conn: Connection, method: str, params: dict[str, Any]) -> Any:
+        fn = self.methods.get(method)
+        if fn is None:
+            raise IpcError(
+                ErrorCode.UNKNOWN_METHOD,
+                f"unknown method {method!r}; this daemon ({__version__}) knows: "
+                + ", ".join(sorted(self.methods)),
+            )
+        try:
+            return await fn(conn, params)
+        except NotFound as exc:
+            raise IpcError(ErrorCode.NOT_FOUND, str(exc)) from exc
+        except Ambiguous as exc:
+            raise IpcError(ErrorCode.AMBIGUOUS, str(exc)) from exc
+        except Refused as exc:
+            raise IpcError(ErrorCode.REFUSED, str(exc)) from exc
+        except Broken as exc:
+            raise IpcError(ErrorCode.UNAVAILABLE, str(exc)) from exc
+
+    # --- agents ----------------------------------------------------------------------------
+
+    async def agents_list(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        registry = self.daemon.service.registry
+        return [agent_view(a) for a in listed(registry, bool(params.get("all")))]
+
+    async def agents_get(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        registry = self.daemon.service.registry
+        return agent_view(resolve_agent(registry, _str(params, "agent") or ""))
+
+    async def agents_timeline(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        registry = self.daemon.service.registry
+        ref = _str(params, "agent") or ""
+        try:
+            agent_id = resolve_agent(registry, ref).id
+        except NotFound:
+            if ref in registry.names:
+                agent_id = ref  # a forgotten agent's timeline is still readable
+            else:
+                raise
+        return await asyncio.to_thread(self._timeline, agent_id)
+
+    def _timeline(self, agent_id: str) -> list[dict[str, Any]]:
+        needle = agent_id.encode()
+        entries = (
+            (r.seq, decode_event(r.type, r.version, r.payload))
+            for r in self.daemon.log.read(0)
+            if needle in r.payload
+        )
+        return timeline(entries, agent_id)
+
+    # --- hooks -----------------------------------------------------------------------------
+
+    async def hook(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        return await self.daemon.intake.hook(params)
+
+    # --- subscription ----------------------------------------------------------------------
+
+    async def subscribe(self, conn: Connection, params: dict[str, Any]) -> Any:
+        since = params.get("since")
+        if since is not None and (not isinstance(since, int) or since < 0):
+            raise IpcError(ErrorCode.BAD_REQUEST, "parameter 'since' must be a seq (int >= 0)")
+        service = self.daemon.service
+        queue: asyncio.Queue[tuple[int, Event]] = asyncio.Queue()
+
+        def on_event(seq: int, event: Event) -> None:
+            if queue.qsize() >= MAX_QUEUED_PUSHES:
+                log.warning("subscriber %r does not keep up; disconnecting it", conn)
+                conn.close()
+                return
+            queue.put_nowait((seq, event))
+
+        remove = service.listen(on_event)
+        registry = service.registry
+        upto = registry.seq
+        if since is None:
+            result: dict[str, Any] = {"seq": upto, "registry": to_builtins(registry)}
+        else:
+            if since > upto:
+                remove()
+                raise IpcError(
+                    ErrorCode.CONFLICT,
+                    f"since={since} is beyond this daemon's log ({upto}); subscribe afresh",
+                )
+            result = {"seq": since, "replay": True}
+
+        async def pump() -> None:
+            try:
+                last = upto if since is None else since
+                if since is not None:
+                    backlog = await asyncio.to_thread(lambda: list(service.events_after(since)))
+                    for seq, event in backlog:
+                        if seq > upto:
+                            break
+                        if not await self._push_event(conn, seq, event):
+                            return
+                        last = seq
+                while True:
+                    seq, event = await queue.get()
+                    if seq <= last:
+                        continue
+                    if not await self._push_event(conn, seq, event):
+                        return
+                    last = seq
+            finally:
+                remove()
+
+        async def watch_close() -> None:
+            await conn.wait_closed()
+            remove()
+
+        def after() -> None:
+            task = self.daemon.spawn_task(pump(), "subscription")
+            closer = self.daemon.spawn_task(watch_close(), "subscription-close")
+            closer.add_done_callback(lambda _t: task.cancel())
+
+        interactive = params.get("interactive", True)
+        if interactive and self.daemon.on_interactive is not None:
+            self.daemon.on_interactive()
+        return Reply(result, after=after)
+
+    async def _push_event(self, conn: Connection, seq: int, event: Event) -> bool:
+        return await conn.push("event", {"seq": seq, "event": event_to_dict(event)})
+
+    # --- daemon ----------------------------------------------------------------------------
+
+    async def daemon_status(self, _conn: Connection, _params: dict[str, Any]) -> Any:
+        d = self.daemon
+        registry = d.service.registry
+        return {
+            "pid": os.getpid(),
+            "version": __version__,
+            "started_at": d.started_at,
+            "startup_seconds": d.facts.seconds,
+            "socket": str(d.dirs.socket),
+            "events_db": str(d.dirs.events_db),
+            "seq": registry.seq,
+            "agents": len(registry.agents),
+            "live_agents": sum(1 for a in registry.agents.values() if a.state.live),
+            "snapshot_seq": d.facts.snapshot_seq,
+            "replayed": d.facts.replayed,
+            "spooled": d.facts.spooled,
+            "hooks_accepted": d.intake.accepted,
+            "hooks_rejected": d.intake.rejected_count,
+            "broken": d.service.broken,
+            "config_problems": d.facts.config_problems,
+            "extra": {name: fn() for name, fn in d.status_parts.items()},
+        }
+
+    async def daemon_stop(self, _conn: Connection, _params: dict[str, Any]) -> Any:
+        return Reply({"stopping": True}, after=self.daemon.request_stop)

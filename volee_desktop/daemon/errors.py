@@ -1,0 +1,45 @@
+"""Errors of the daemon package.
+
+::
+
+    Error                 root of the daemon package
+    ├── Refused           an event or request was refused by the rules (reason for people)
+    ├── NotFound          an agent, mission or message that does not exist
+    ├── Ambiguous         a name or id prefix that matches more than one thing
+    ├── AlreadyRunning    another daemon holds this VOLEE_HOME
+    └── Broken            the log could not be written: the daemon stops taking writes
+"""
+
+from __future__ import annotations
+
+
+class Error(Exception):
+    """Root of the daemon package's errors."""
+
+
+class Refused(Error):
+    """The rules refuse this event or request; the message says why."""
+
+
+class NotFound(Error):
+    """Nothing of that name or id."""
+
+
+class Ambiguous(Error):
+    """A name or prefix that matches more than one thing."""
+
+
+class AlreadyRunning(Error):
+    """Another daemon holds the lock of this VOLEE_HOME."""
+
+    def __init__(self, pid: int | None, lock: str) -> None:
+        who = f"pid {pid}" if pid else "another process"
+        super().__init__(
+            f"a volee daemon is already running for this VOLEE_HOME ({who} holds {lock}); "
+            "use `volee daemon status` or `volee daemon stop`"
+        )
+        self.pid = pid
+
+
+class Broken(Error):
+    """The event log failed under the daemon; it takes no more writes."""

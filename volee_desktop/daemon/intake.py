@@ -1,0 +1,151 @@
+"""Hook intake: a payload from ``volee hook`` (live or spooled) becomes events, or is kept.
+
+Nothing is ever thrown away: a payload that cannot be read, or that belongs
+to no agent, is written to ``spool/rejected/`` with the reason and logged.  A
+hook must never slow or break the agent, so a rejection is not an error reply.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..core.registry import Registry
+from ..harness.base import PayloadError, Profile
+from .errors import Refused
+from .service import Service
+
+log = logging.getLogger(__name__)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write, fsync, rename: a reader sees the whole file or none of it."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+class Intake:
+    """Turns hook payloads into committed events."""
+
+    def __init__(
+        self,
+        service: Service,
+        profiles: Mapping[str, Profile],
+        spool: Path,
+        clock: Callable[[], float] = time.time,
+        on_unowned: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
+        self._service = service
+        self._profiles = profiles
+        self.spool = spool
+        self.rejected = spool / "rejected"
+        self._clock = clock
+        self._on_unowned = on_unowned
+        self.accepted = 0
+        self.rejected_count = 0
+
+    def _view(self) -> Registry:
+        return self._service.current()
+
+    async def hook(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Handle one hook request; always answers (accepted or kept with the reason)."""
+        name = params.get("event")
+        raw = params.get("payload")
+        key = params.get("key") if isinstance(params.get("key"), str) else None
+        at = params.get("received_at")
+        when = float(at) if isinstance(at, int | float) else self._clock()
+        if not isinstance(name, str) or not name:
+            return self._reject(params, "no hook event name (run as `volee hook EVENT`)")
+        if not isinstance(raw, str):
+            return self._reject(params, "no payload text")
+        try:
+            payload = json.loads(raw) if raw.strip() else None
+        except json.JSONDecodeError as exc:
+            return self._reject(params, f"payload is not JSON: {exc}")
+        if not isinstance(payload, dict):
+            return self._reject(params, "payload is not a JSON object")
+        registry = self._view()
+        agent = None
+        agent_id = params.get("agent")
+        harness = params.get("harness") if isinstance(params.get("harness"), str) else "claude"
+        if isinstance(agent_id, str) and agent_id:
+            agent = registry.agents.get(agent_id)
+            if agent is None:
+                gone = registry.name_of(agent_id)
+                reason = f"agent {gone} was forgotten" if gone else f"unknown agent {agent_id}"
+                return self._reject(params, reason)
+        else:
+            session = payload.get("session_id")
+            owner = registry.owner_of(str(harness), session) if isinstance(session, str) else None
+            if owner is None:
+                if self._on_unowned is not None:
+                    self._on_unowned(str(harness), payload)
+                return self._reject(params, f"no agent owns {harness} session {session!r}")
+            agent = registry.agents[owner]
+        profile = self._profiles.get(agent.harness)
+        if profile is None:
+            return self._reject(params, f"no hook support for harness {agent.harness}")
+        try:
+            events = profile.hook_events(agent, name, payload, when)
+        except PayloadError as exc:
+            return self._reject(params, str(exc))
+        try:
+            await self._service.commit(events, key=key)
+        except Refused as exc:
+            return self._reject(params, str(exc))
+        self.accepted += 1
+        return {"accepted": True, "events": len(events)}
+
+    def _reject(self, params: Mapping[str, Any], reason: str) -> dict[str, Any]:
+        self.rejected_count += 1
+        self.rejected.mkdir(parents=True, exist_ok=True)
+        key = params.get("key")
+        stem = key if isinstance(key, str) and key.replace("-", "").isalnum() else None
+        stem = stem or f"{time.time_ns()}-{os.getpid()}"
+        record = {"reason": reason, "params": dict(params)}
+        try:
+            write_atomic(self.rejected / f"{stem}.json", json.dumps(record).encode())
+        except OSError:
+            log.exception("could not keep a rejected hook payload (%s)", reason)
+        log.warning("hook %s kept in %s: %s", params.get("event"), self.rejected, reason)
+        return {"accepted": False, "reason": reason}
+
+    async def ingest_spool(self) -> int:
+        """Ingest spooled payloads in order, exactly once (their keys are in the log)."""
+        if not self.spool.is_dir():
+            return 0
+        count = 0
+        for path in sorted(self.spool.glob("*.json")):
+            try:
+                params = json.loads(path.read_bytes())
+                if not isinstance(params, dict):
+                    raise ValueError("not a JSON object")
+            except (OSError, ValueError) as exc:
+                self._keep_unreadable(path, f"unreadable spool file: {exc}")
+                continue
+            params.setdefault("key", path.stem)
+            await self.hook(params)
+            path.unlink(missing_ok=True)
+            count += 1
+        return count
+
+    def _keep_unreadable(self, path: Path, reason: str) -> None:
+        self.rejected.mkdir(parents=True, exist_ok=True)
+        target = self.rejected / path.name
+        os.replace(path, target)
+        write_atomic(target.with_suffix(".reason.txt"), reason.encode())
+        log.warning("spool file %s kept in %s: %s", path.name, self.rejected, reason)
+
+
+__all__ = ["Intake", "Refused", "write_atomic"]

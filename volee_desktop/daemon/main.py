@@ -1,0 +1,218 @@
+"""The daemon's composition root: lock, log, registry, service, intake, IPC server, runners.
+
+``Daemon.start(dirs)`` brings it up on the running asyncio loop (plain
+asyncio for ``volee daemon run``, qasync inside the tray app);
+``await daemon.stopped()`` waits for a stop request; ``await daemon.close()``
+takes it down.  Hosts are separate processes and keep running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import __version__
+from ..config import Config, load_config
+from ..core.registry import Registry
+from ..harness.base import Profile
+from ..harness.claude import ClaudeProfile
+from ..ipc.server import IpcServer
+from ..paths import Dirs, ensure_private_dir
+from ..store.codec import SNAPSHOT_VERSION, CodecError, decode_registry, encode_registry
+from ..store.errors import StoreError
+from ..store.integrity import corrupt
+from ..store.log import EventLog
+from ..store.records import Record
+from .intake import Intake
+from .lock import PidLock
+from .service import Service, replay
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_EVERY = 10_000
+
+
+@dataclass
+class StartupFacts:
+    """What start-up found, for `volee daemon status` and logs."""
+
+    snapshot_seq: int = 0
+    replayed: int = 0
+    spooled: int = 0
+    seconds: float = 0.0
+    config_problems: list[str] = field(default_factory=list)
+
+
+class Daemon:
+    """One running daemon."""
+
+    def __init__(
+        self,
+        dirs: Dirs,
+        config: Config,
+        event_log: EventLog,
+        service: Service,
+        lock: PidLock,
+        facts: StartupFacts,
+    ) -> None:
+        self.dirs = dirs
+        self.config = config
+        self.log = event_log
+        self.service = service
+        self.lock = lock
+        self.facts = facts
+        self.started_at = time.time()
+        self.profiles: dict[str, Profile] = {"claude": ClaudeProfile()}
+        self.intake = Intake(service, self.profiles, dirs.spool)
+        self.server: IpcServer | None = None
+        self._stop = asyncio.Event()
+        self._since_snapshot = 0
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.on_close: list[Callable[[], Awaitable[None]]] = []
+        self.on_interactive: Callable[[], None] | None = None
+        self.status_parts: dict[str, Callable[[], Any]] = {}
+        service.listen(self._count_for_snapshot)
+
+    @classmethod
+    async def start(cls, dirs: Dirs, *, serve: bool = True) -> Daemon:
+        """Bring the daemon up (raises AlreadyRunning, CorruptLog, StoreError)."""
+        began = time.perf_counter()
+        for folder in (dirs.state, dirs.runtime, dirs.logs, dirs.config):
+            ensure_private_dir(folder)
+        lock = PidLock(dirs.daemon_lock).acquire()
+        try:
+            loaded = load_config(dirs.config_file)
+            for problem in loaded.problems:
+                log.warning("config: %s (using the default)", problem)
+            event_log = await asyncio.to_thread(EventLog.open, dirs.events_db)
+            registry, facts = await asyncio.to_thread(load_registry, event_log)
+            facts.config_problems = list(loaded.problems)
+            service = Service(event_log, registry, Record)
+            daemon = cls(dirs, loaded.config, event_log, service, lock, facts)
+            daemon.facts.spooled = await daemon.intake.ingest_spool()
+            if serve:
+                from .api import Api
+
+                daemon.server = await IpcServer.start(dirs.socket, Api(daemon))
+        except BaseException:
+            lock.release()
+            raise
+        facts.seconds = time.perf_counter() - began
+        log.info(
+            "daemon %s up in %.3f s (pid %d, seq %d, snapshot at %d, replayed %d, spooled %d)",
+            __version__,
+            facts.seconds,
+            os.getpid(),
+            registry.seq,
+            facts.snapshot_seq,
+            facts.replayed,
+            facts.spooled,
+        )
+        return daemon
+
+    def request_stop(self) -> None:
+        """Ask the daemon to stop (it finishes what it is doing)."""
+        self._stop.set()
+
+    async def stopped(self) -> None:
+        """Wait until someone asks the daemon to stop."""
+        await self._stop.wait()
+
+    def spawn_task(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
+        """Run a background task that is cancelled at close; failures are logged."""
+
+        async def run() -> Any:
+            try:
+                return await coro
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("background task %s failed", name)
+                return None
+
+        task = asyncio.ensure_future(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _count_for_snapshot(self, seq: int, _event: object) -> None:
+        self._since_snapshot += 1
+        if self._since_snapshot >= SNAPSHOT_EVERY:
+            self._since_snapshot = 0
+            self.spawn_task(self.save_snapshot(), "snapshot")
+
+    async def save_snapshot(self) -> None:
+        """Save the visible registry as a snapshot (derived data: failure is only logged)."""
+        registry = self.service.registry
+        if registry.seq == 0:
+            return
+        blob = encode_registry(registry)
+        try:
+            await self.log.save_snapshot(registry.seq, SNAPSHOT_VERSION, blob)
+        except StoreError as exc:
+            log.warning("could not save a snapshot at %d: %s", registry.seq, exc)
+
+    async def close(self) -> None:
+        """Stop serving, save a snapshot, close the log and release the lock."""
+        if self.server is not None:
+            await self.server.close()
+            self.server = None
+        for hook in self.on_close:
+            try:
+                await hook()
+            except Exception:
+                log.exception("close hook failed")
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if not self.service.broken:
+            await self.save_snapshot()
+        await asyncio.to_thread(self.log.close)
+        self.lock.release()
+
+
+def load_registry(event_log: EventLog) -> tuple[Registry, StartupFacts]:
+    """The newest snapshot plus the tail of the log after it (or the whole log)."""
+    facts = StartupFacts()
+    registry = Registry()
+    snapshot = event_log.latest_snapshot()
+    if snapshot is not None and snapshot.version == SNAPSHOT_VERSION:
+        try:
+            registry = decode_registry(snapshot.blob)
+            registry.seq = snapshot.seq
+            facts.snapshot_seq = snapshot.seq
+        except CodecError as exc:
+            log.warning(
+                "snapshot at %d unreadable (%s); replaying the whole log", snapshot.seq, exc
+            )
+            registry = Registry()
+    before = registry.seq
+    try:
+        replay(registry, event_log.read(registry.seq))
+    except CodecError as exc:
+        raise corrupt(event_log.path, registry.seq + 1, f"an event cannot be read: {exc}") from exc
+    facts.replayed = registry.seq - before
+    return registry, facts
+
+
+async def run_foreground(dirs: Dirs, on_ready: Callable[[Daemon], None] | None = None) -> int:
+    """``volee daemon run``: serve until stopped (SIGTERM/SIGINT or `volee daemon stop`)."""
+    import signal
+
+    daemon = await Daemon.start(dirs)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, daemon.request_stop)
+    if on_ready is not None:
+        on_ready(daemon)
+    try:
+        await daemon.stopped()
+    finally:
+        await daemon.close()
+    return 0

@@ -1,0 +1,83 @@
+"""An agent's timeline: its events in order, each with one line a person can read."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..core import events as ev
+from ..store.codec import event_to_dict
+
+
+def describe(event: ev.Event) -> str:
+    """One line for a person."""
+    match event:
+        case ev.AgentRegistered():
+            return f"registered as {event.name} ({event.harness})"
+        case ev.SessionLinked():
+            return f"session {event.session} {event.how}"
+        case ev.StateChanged():
+            return f"{event.state}" + (f": {event.detail}" if event.detail else "")
+        case ev.ActivityRecorded():
+            return event.activity
+        case ev.StopRequested():
+            return f"stopped by {event.by}" + (f" ({event.reason})" if event.reason else "")
+        case ev.HostStarted():
+            auto = "automatically " if event.automatic else ""
+            why = f": {event.reason}" if event.reason else ""
+            return f"host {auto}started ({event.how}, pid {event.program_pid}){why}"
+        case ev.HostAdopted():
+            return f"host {event.host_pid} re-adopted after a daemon start"
+        case ev.ProgramExited():
+            return f"program {event.description}" + (" during a turn" if event.during_turn else "")
+        case ev.InterruptionDetected():
+            cause = (
+                "the machine restarted"
+                if event.cause == "machine-restarted"
+                else ("volee's host was stopped")
+            )
+            return f"interrupted: {cause} while {event.state}"
+        case ev.RecoveryDecided():
+            return f"recovery: {event.outcome} (rule {event.rule}): {event.reason}"
+        case ev.RestartScheduled():
+            return f"{event.reason}; automatic restart {event.attempt} of {event.budget} scheduled"
+        case ev.RestartCancelled():
+            return f"waiting restart cancelled: {event.reason}"
+        case ev.RestartBudgetReset():
+            return "restart budget given back after a normal turn"
+        case ev.AgentForgotten():
+            return "forgotten"
+        case ev.AgentRenamed():
+            return f"renamed to {event.name}"
+        case ev.MessagePosted():
+            return f"message from {event.sender} ({event.kind}): {event.body[:80]}"
+        case ev.DeliveryUpdated():
+            d = event.delivery
+            return f"delivery: {d.commits} commits, {d.pushed}, clean={d.clean}"
+        case ev.MembershipChanged():
+            return f"{'joined' if event.joined else 'left'} mission {event.mission}"
+        case _:
+            return event.TYPE
+
+
+def concerns(event: ev.Event, agent_id: str) -> bool:
+    """Whether an event belongs on an agent's timeline."""
+    if isinstance(event, ev.AgentEvent):
+        return event.agent == agent_id
+    if isinstance(event, ev.MessagePosted):
+        return event.sender == agent_id or agent_id in event.recipients
+    if isinstance(event, ev.WorkerAssessed):
+        return event.agent == agent_id
+    return False
+
+
+def timeline(entries: Iterable[tuple[int, ev.Event]], agent_id: str) -> list[dict[str, Any]]:
+    """The timeline items for ``agent_id`` from (seq, event) pairs."""
+    out = []
+    for seq, event in entries:
+        if concerns(event, agent_id):
+            item = event_to_dict(event)
+            item["seq"] = seq
+            item["text"] = describe(event)
+            out.append(item)
+    return out

@@ -1,0 +1,79 @@
+"""What every harness profile offers: pure argv builders and a pure hook-payload parser."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..core.events import Event
+from ..core.model import Agent, LaunchSettings
+
+
+class Error(Exception):
+    """Root of the harness package's errors."""
+
+
+class PayloadError(Error):
+    """A hook payload that cannot be read: the message says which field and why."""
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """What the host runs for an agent, and the files volee writes beside it."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    files: dict[str, str]  # path -> text, written before the program starts
+    session_id: str | None  # when volee chose the id upfront
+
+
+class Profile(Protocol):
+    """One harness: how to launch and resume it, and how its hooks become events."""
+
+    name: str
+    can_resume: bool
+
+    def launch(self, agent_id: str, settings: LaunchSettings, ctx: LaunchContext) -> LaunchPlan:
+        """The argv for a fresh session with the agent's first task."""
+        ...
+
+    def resume(
+        self,
+        agent_id: str,
+        settings: LaunchSettings,
+        session: str,
+        prompt: str | None,
+        ctx: LaunchContext,
+    ) -> LaunchPlan:
+        """The argv that continues ``session`` (with ``prompt`` as the next message)."""
+        ...
+
+    def hook_events(
+        self, agent: Agent, hook: str, payload: dict[str, Any], at: float
+    ) -> list[Event]:
+        """The events a hook payload means for ``agent`` (pure; may be empty)."""
+        ...
+
+
+@dataclass(frozen=True)
+class LaunchContext:
+    """Facts a profile needs from the daemon: where volee is and where to write files."""
+
+    volee: tuple[str, ...]  # argv prefix that runs `volee` (e.g. [python, -m, volee_desktop.cli])
+    files_dir: str  # a private folder for this agent's generated files
+    session_id: str  # a fresh UUID the daemon drew, for harnesses that take it upfront
+    binary: str | None = None  # the harness executable, when configured
+
+
+def require_str(payload: dict[str, Any], key: str) -> str:
+    """A required string field of a payload."""
+    value = payload.get(key)
+    if not isinstance(value, str) or not value:
+        raise PayloadError(f"hook payload has no {key!r} string (got {value!r})")
+    return value
+
+
+def one_line(text: str, limit: int = 100) -> str:
+    """The first line of ``text``, shortened to ``limit`` characters."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= limit else first[: limit - 1] + "…"

@@ -1,0 +1,175 @@
+"""Claude Code: launch with a volee-chosen --session-id and a volee-written hooks file.
+
+Hooks map to events as the architecture page's table says.  The person's own
+settings are never edited: volee passes ``--settings <file>`` with command
+hooks that call ``volee hook EVENT``.  An explicit ``--permission-mode`` is
+always given, because the interactive default ("auto") needs the vendor's
+server.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+from ..core import events as ev
+from ..core.events import Event
+from ..core.model import Agent, LaunchSettings
+from ..core.states import AgentState
+from .base import LaunchContext, LaunchPlan, PayloadError, one_line, require_str
+
+DEFAULT_PERMISSION_MODE = "acceptEdits"
+HOOK_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PermissionRequest",
+    "Notification",
+    "SubagentStart",
+    "SubagentStop",
+    "Stop",
+    "StopFailure",
+    "SessionEnd",
+)
+LEFT_BY_PERSON = "you left Claude Code"
+
+
+def hooks_settings(volee: tuple[str, ...]) -> dict[str, Any]:
+    """The ``--settings`` document: one command hook per event, calling ``volee hook``."""
+    prefix = " ".join(shlex.quote(part) for part in volee)
+    hooks: dict[str, Any] = {}
+    for name in HOOK_EVENTS:
+        entry: dict[str, Any] = {"hooks": [{"type": "command", "command": f"{prefix} hook {name}"}]}
+        if name in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"):
+            entry["matcher"] = "*"
+        hooks[name] = [entry]
+    return {"hooks": hooks}
+
+
+class ClaudeProfile:
+    """The Claude Code profile."""
+
+    name = "claude"
+    can_resume = True
+
+    def _common(
+        self, settings: LaunchSettings, ctx: LaunchContext
+    ) -> tuple[list[str], dict[str, str]]:
+        settings_path = f"{ctx.files_dir}/claude-settings.json"
+        argv = [ctx.binary or "claude", "--settings", settings_path]
+        argv += ["--permission-mode", settings.permission_mode or DEFAULT_PERMISSION_MODE]
+        if settings.model:
+            argv += ["--model", settings.model]
+        argv += list(settings.argv)
+        files = {settings_path: json.dumps(hooks_settings(ctx.volee), indent=2)}
+        return argv, files
+
+    def launch(self, agent_id: str, settings: LaunchSettings, ctx: LaunchContext) -> LaunchPlan:
+        argv, files = self._common(settings, ctx)
+        argv[1:1] = ["--session-id", ctx.session_id]
+        if settings.prompt:
+            argv.append(settings.prompt)
+        return LaunchPlan(tuple(argv), dict(settings.env), files, ctx.session_id)
+
+    def resume(
+        self,
+        agent_id: str,
+        settings: LaunchSettings,
+        session: str,
+        prompt: str | None,
+        ctx: LaunchContext,
+    ) -> LaunchPlan:
+        argv, files = self._common(settings, ctx)
+        argv[1:1] = ["--resume", session]
+        if prompt:
+            argv.append(prompt)
+        return LaunchPlan(tuple(argv), dict(settings.env), files, session)
+
+    def hook_events(
+        self, agent: Agent, hook: str, payload: dict[str, Any], at: float
+    ) -> list[Event]:
+        return hook_events(agent, hook, payload, at)
+
+
+def tool_activity(payload: dict[str, Any]) -> str:
+    """One line for a tool call: ``Bash: pytest -q``, ``Edit: src/app.py``."""
+    tool = payload.get("tool_name")
+    name = tool if isinstance(tool, str) and tool else "tool"
+    data = payload.get("tool_input")
+    if isinstance(data, dict):
+        for key in ("command", "file_path", "path", "pattern", "url", "query", "description"):
+            value = data.get(key)
+            if isinstance(value, str) and value.strip():
+                return one_line(f"{name}: {value}")
+    return name
+
+
+def hook_events(agent: Agent, hook: str, payload: dict[str, Any], at: float) -> list[Event]:
+    """The events a Claude Code hook means for ``agent`` (pure)."""
+    session = require_str(payload, "session_id")
+    out: list[Event] = []
+    a = agent.id
+
+    def state(new: AgentState, detail: str = "") -> None:
+        if new is not agent.state or detail != agent.detail:
+            out.append(ev.StateChanged(at=at, agent=a, state=new, detail=detail))
+
+    if session != agent.session:
+        how = "resumed" if payload.get("source") == "resume" else "started"
+        if agent.sessions and payload.get("source") in ("clear", "compact"):
+            how = "continued"
+        out.append(ev.SessionLinked(at=at, agent=a, session=session, how=how))
+
+    if hook == "SessionStart":
+        model = payload.get("model")
+        if isinstance(model, str) and model and model != agent.model:
+            out.append(ev.ModelChanged(at=at, agent=a, model=model))
+        if agent.state in (AgentState.LAUNCHING, AgentState.STOPPED, AgentState.FAILED):
+            state(AgentState.IDLE)
+    elif hook == "UserPromptSubmit":
+        state(AgentState.WORKING)
+    elif hook in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
+        state(AgentState.WORKING)
+        activity = tool_activity(payload)
+        if hook == "PostToolUseFailure":
+            activity = one_line(f"{activity} (failed)")
+        out.append(ev.ActivityRecorded(at=at, agent=a, activity=activity))
+    elif hook in ("SubagentStart", "SubagentStop"):
+        kind = payload.get("agent_type") if isinstance(payload.get("agent_type"), str) else "agent"
+        verb = "started" if hook == "SubagentStart" else "finished"
+        if agent.state is not AgentState.NEEDS_INPUT:
+            state(AgentState.WORKING)
+        out.append(ev.ActivityRecorded(at=at, agent=a, activity=f"subagent {kind} {verb}"))
+    elif hook == "PermissionRequest":
+        tool = payload.get("tool_name")
+        state(
+            AgentState.NEEDS_INPUT,
+            f"permission for {tool}" if isinstance(tool, str) else "permission",
+        )
+    elif hook == "Notification":
+        kind = payload.get("notification_type")
+        if kind == "permission_prompt":
+            # Never overwrite the richer detail PermissionRequest gave ("permission for Bash").
+            if agent.state is not AgentState.NEEDS_INPUT:
+                state(AgentState.NEEDS_INPUT, "permission")
+        elif kind == "elicitation_dialog":
+            state(AgentState.NEEDS_INPUT, one_line(str(payload.get("message") or "a question")))
+        # idle_prompt (and anything else) is not needs-input.
+    elif hook == "Stop":
+        state(AgentState.DONE)
+    elif hook == "StopFailure":
+        error = payload.get("error") or payload.get("message") or "the turn failed"
+        state(AgentState.FAILED, one_line(str(error)))
+    elif hook == "SessionEnd":
+        reason = payload.get("reason")
+        if reason == "prompt_input_exit":
+            state(AgentState.STOPPED, LEFT_BY_PERSON)
+            out.append(ev.StopRequested(at=at, agent=a, by="human", reason=LEFT_BY_PERSON))
+        else:
+            state(AgentState.STOPPED, f"session ended ({reason})" if reason else "session ended")
+    elif hook not in ("PostToolBatch", "MessageDisplay", "PreCompact", "PostCompact"):
+        raise PayloadError(f"unknown Claude Code hook {hook!r}")
+    return out
