@@ -33,6 +33,17 @@ LABEL = "com.volee.desktop"
 LAUNCHCTL = "launchctl"
 
 
+# Over ssh, or before the GUI session exists, there is no gui/<uid> to load into.
+# ("Could not find service ... in domain for user gui" is merely "not loaded".)
+_UNREACHABLE = ("could not find domain", "domain does not support")
+
+
+def is_unreachable(result: RunResult) -> bool:
+    """launchctl could not reach the person's GUI domain (or could not run at all)."""
+    lowered = result.output.lower()
+    return result.returncode in (124, 127) or any(mark in lowered for mark in _UNREACHABLE)
+
+
 def parse_print_state(stdout: str) -> str | None:
     """The ``state = running`` line of ``launchctl print``: "running", "not running", or None."""
     match = re.search(r"^\s*state = (.+?)\s*$", stdout, re.MULTILINE)
@@ -95,7 +106,7 @@ class LaunchdAgent:
                 "Nothing was installed.",
             )
         lowered = said.lower()
-        if result.returncode == 124 or "domain" in lowered:
+        if is_unreachable(result):
             return LoginItemError(
                 "Your login session is not reachable",
                 f"`{describe_command(argv)}` said: {said}. volee can be added to "
@@ -159,7 +170,7 @@ class LaunchdAgent:
         if shown.ok:
             enabled = True
             parts.append(f"loaded, {parse_print_state(shown.stdout) or 'state unknown'}")
-        elif shown.returncode in (124, 127) or "domain" in shown.output.lower():
+        elif is_unreachable(shown):
             enabled = None
             parts.append("login session not reachable")
         else:
