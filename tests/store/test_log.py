@@ -74,6 +74,28 @@ async def test_a_cancelled_await_does_not_take_back_the_append(path: Path) -> No
         assert [r.payload for r in log.read()] == [b"x", b"y"]
 
 
+async def test_a_failing_writer_fails_its_callers_instead_of_hanging(
+    path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = EventLog.open(path)
+    try:
+        await log.append([Record("t", 1, b"fine")])
+
+        def explode(batch: object) -> None:
+            raise RuntimeError("a bug in the writer")
+
+        monkeypatch.setattr(log, "_commit", explode)
+        with pytest.raises(StoreError, match=r"writer failed.*a bug in the writer"):
+            await log.append([Record("t", 1, b"lost?")])
+        with pytest.raises(StoreError, match="stopped accepting writes"):
+            log.append_sync([Record("t", 1, b"later")])
+    finally:
+        log.close()
+    assert "writer thread failed" in caplog.text
+    with EventLog.open(path) as again:
+        assert [r.payload for r in again.read()] == [b"fine"]
+
+
 def test_a_changed_record_stops_the_reader_after_a_backup(path: Path) -> None:
     fill(path, 10)
     sql(path, "UPDATE events SET payload = ? WHERE seq = 5", b"tampered")

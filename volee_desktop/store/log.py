@@ -217,7 +217,9 @@ class EventLog:
                 raise StoreError(f"cannot append with key {key!r}: a key must be a str")
         with self._cond:
             if self._closing:
-                raise StoreError(f"the event log {self.path} is closed; nothing was written")
+                raise StoreError(
+                    self._broken or f"the event log {self.path} is closed; nothing was written"
+                )
             self._queue.append(request)
             self._cond.notify()
 
@@ -239,6 +241,7 @@ class EventLog:
     # -- the writer thread -----------------------------------------------------
 
     def _run(self) -> None:
+        batch: list[_Request] = []
         try:
             while True:
                 with self._cond:
@@ -248,6 +251,20 @@ class EventLog:
                         return
                     batch, self._queue = self._queue, []
                 self._deliver(batch, self._commit(batch))
+                batch = []
+        except BaseException as exc:
+            # A bug here must not leave callers waiting for ever: fail everyone
+            # in flight or queued, and refuse later writes with the reason.
+            log.exception("event log %s: the writer thread failed", self.path)
+            with self._cond:
+                self._broken = (
+                    f"the event log {self.path} stopped accepting writes: its writer "
+                    f"failed ({exc!r}); restart the daemon"
+                )
+                self._closing = True
+                batch += self._queue
+                self._queue = []
+            self._deliver(batch, [StoreError(self._broken) for _ in batch])
         finally:
             self._writer.close()
 
@@ -378,7 +395,8 @@ class EventLog:
         ] = {}
         for request, outcome in zip(batch, outcomes, strict=True):
             if request.sync is not None:
-                request.sync.set_result(outcome)
+                if not request.sync.done():
+                    request.sync.set_result(outcome)
             elif request.loop is not None and request.future is not None:
                 per_loop.setdefault(request.loop, []).append(
                     (request.future, outcome, request.shape)
@@ -397,7 +415,12 @@ class EventLog:
         Raises CorruptLog (after making a backup copy) at the first damaged record;
         the records before it were good.
         """
-        conn = connect(self.path)
+        try:
+            conn = connect(self.path)
+        except sqlite3.Error as exc:
+            if is_corruption(exc):
+                raise corrupt(self.path, None, f"SQLite says {exc}") from exc
+            raise StoreError(f"could not read the event log {self.path}: {exc}") from exc
         try:
             yield from scan(conn, after)
         except BadRecord as bad:
