@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import plistlib
 import sys
 from pathlib import Path
 
@@ -49,8 +50,7 @@ def test_for_this_platform_picks_the_class(
 
 def test_the_mac_logs_go_to_volees_log_folder(environ: dict[str, str]) -> None:
     item = for_this_platform(command=["/v"], environ=environ, platform="darwin", uid=1)
-    import plistlib
-
+    assert isinstance(item, LaunchdAgent)
     plist = plistlib.loads(item.render())
     assert plist["StandardOutPath"].startswith(str(dirs(environ).logs))
 
