@@ -217,7 +217,7 @@ def test_screen_is_recent_plain_text(rig: Rig) -> None:
     client = rig.client()
     rig.stream().read_until(PROMPT, 10)
     client.send_text("again")
-    wait_for(lambda: "ok: again" in client.screen(50), 10, "the reply on the screen")
+    wait_for(lambda: client.screen(50).endswith("ok: again\n❯"), 10, "the reply and a new prompt")
 
     text = client.screen(3)
 
