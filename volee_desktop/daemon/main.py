@@ -21,6 +21,7 @@ from ..config import Config, load_config
 from ..core.registry import Registry
 from ..harness.base import Profile
 from ..harness.claude import ClaudeProfile
+from ..harness.generic import GenericProfile
 from ..ipc.server import IpcServer
 from ..paths import Dirs, ensure_private_dir
 from ..store.codec import SNAPSHOT_VERSION, CodecError, decode_registry, encode_registry
@@ -35,6 +36,10 @@ from .service import Service, replay
 log = logging.getLogger(__name__)
 
 SNAPSHOT_EVERY = 10_000
+
+#: Runners added by later features (recovery, missions, discovery): each gets the daemon
+#: after the agents runner exists and before live hosts are adopted.
+RUNNER_FACTORIES: list[Callable[[Daemon], Awaitable[None]]] = []
 
 
 @dataclass
@@ -67,7 +72,10 @@ class Daemon:
         self.lock = lock
         self.facts = facts
         self.started_at = time.time()
-        self.profiles: dict[str, Profile] = {"claude": ClaudeProfile()}
+        self.profiles: dict[str, Profile] = {
+            "claude": ClaudeProfile(),
+            "generic": GenericProfile(),
+        }
         self.intake = Intake(service, self.profiles, dirs.spool)
         self.server: IpcServer | None = None
         self._stop = asyncio.Event()
@@ -75,6 +83,8 @@ class Daemon:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_close: list[Callable[[], Awaitable[None]]] = []
         self.on_interactive: Callable[[], None] | None = None
+        self.after_adoption: list[Callable[[], Awaitable[None]]] = []
+        self.interrupted: list[Any] = []
         self.status_parts: dict[str, Callable[[], Any]] = {}
         service.listen(self._count_for_snapshot)
 
@@ -95,10 +105,9 @@ class Daemon:
             service = Service(event_log, registry, Record)
             daemon = cls(dirs, loaded.config, event_log, service, lock, facts)
             daemon.facts.spooled = await daemon.intake.ingest_spool()
+            await daemon.wire_runners()
             if serve:
-                from .api import Api
-
-                daemon.server = await IpcServer.start(dirs.socket, Api(daemon))
+                daemon.server = await IpcServer.start(dirs.socket, daemon.api)
         except BaseException:
             lock.release()
             raise
@@ -114,6 +123,20 @@ class Daemon:
             facts.spooled,
         )
         return daemon
+
+    async def wire_runners(self) -> None:
+        """Create the API and the runners, and take back the hosts that still live."""
+        from .agents import AgentsRunner
+        from .api import Api
+
+        self.api = Api(self)
+        self.agents = AgentsRunner(self)
+        self.agents.install()
+        for extend in RUNNER_FACTORIES:
+            await extend(self)
+        self.interrupted = await self.agents.adopt_live_hosts()
+        for after in self.after_adoption:
+            await after()
 
     def request_stop(self) -> None:
         """Ask the daemon to stop (it finishes what it is doing)."""

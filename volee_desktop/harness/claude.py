@@ -168,6 +168,11 @@ def hook_events(agent: Agent, hook: str, payload: dict[str, Any], at: float) -> 
         if reason == "prompt_input_exit":
             state(AgentState.STOPPED, LEFT_BY_PERSON)
             out.append(ev.StopRequested(at=at, agent=a, by="human", reason=LEFT_BY_PERSON))
+        elif agent.held:
+            state(
+                AgentState.STOPPED,
+                agent.detail if agent.state is AgentState.STOPPED else "stopped by you",
+            )
         else:
             state(AgentState.STOPPED, f"session ended ({reason})" if reason else "session ended")
     elif hook not in ("PostToolBatch", "MessageDisplay", "PreCompact", "PostCompact"):
