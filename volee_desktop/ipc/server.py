@@ -296,14 +296,14 @@ class IpcServer:
             return
         self._closing = True
         listener, self._listener = self._listener, None
+        if listener is not None:
+            await listener.close()
         for conn in list(self._connections):
             conn.close()
         tasks = list(self._conn_tasks)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if listener is not None:
-            await listener.close()
 
     async def __aenter__(self) -> IpcServer:
         return self
@@ -311,20 +311,19 @@ class IpcServer:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _on_connection(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
+    def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._closing:
             writer.transport.abort()
             return
-        # Served in a task of our own: close() cancels it, and asyncio 3.11 logs an
-        # error when the task it started for the connection ends cancelled.
         task = asyncio.get_running_loop().create_task(self._serve(reader, writer))
         self._conn_tasks.add(task)
-        try:
-            await asyncio.wait([task])
-        finally:
+
+        def done(task: asyncio.Task[Any]) -> None:
             self._conn_tasks.discard(task)
+            # Also when the task was cancelled before it ran (its finally never did).
+            writer.transport.abort()
+
+        task.add_done_callback(done)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

@@ -19,12 +19,13 @@ imported only by the functions that need it.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import socket
 import stat
 import struct
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -33,10 +34,13 @@ from volee_desktop.ipc.protocol import DaemonUnavailable, ServerStartError
 if TYPE_CHECKING:
     import asyncio
 
+log = logging.getLogger(__name__)
+
 # sun_path is 108 bytes on Linux and 104 on macOS, with a terminating NUL.
 MAX_SOCKET_PATH = 103 if sys.platform == "darwin" else 107
 
-OnConnection = Callable[["asyncio.StreamReader", "asyncio.StreamWriter"], Awaitable[None]]
+# Called synchronously for each accepted connection; the callee owns the streams from then on.
+OnConnection = Callable[["asyncio.StreamReader", "asyncio.StreamWriter"], None]
 
 
 class PeerCredentials(NamedTuple):
@@ -60,7 +64,8 @@ class Listener(Protocol):
     """A listening endpoint returned by ``Transport.listen``."""
 
     async def close(self) -> None:
-        """Stop accepting and remove the endpoint (only if it is still ours)."""
+        """Stop accepting (no ``on_connection`` call after this) and remove the endpoint
+        (only if it is still ours)."""
 
 
 class Transport(Protocol):
@@ -167,16 +172,73 @@ def _clear_stale(address: Path) -> None:
 
 
 class _UnixListener:
-    """A listening Unix socket that removes its file on close if the file is still its own."""
+    """Accepts on a Unix socket; removes the socket file on close if it is still its own.
 
-    def __init__(self, server: asyncio.AbstractServer, address: Path, ino: tuple[int, int]):
-        self._server = server
+    Its own accept loop rather than asyncio's Server or ``sock_accept``: with
+    those, closing (or cancelling) while a connection is being accepted can
+    lose the accepted socket, and its client then hangs.  Here accepting is a
+    plain callback, and an accepted socket is always handed over or closed.
+    """
+
+    def __init__(
+        self, sock: socket.socket, address: Path, ino: tuple[int, int], on_connection: OnConnection
+    ) -> None:
+        import asyncio
+
+        self._sock = sock
         self._address = address
         self._ino = ino
+        self._on_connection = on_connection
+        self._loop = asyncio.get_running_loop()
+        self._handovers: set[asyncio.Task[None]] = set()
+        self._retry: asyncio.TimerHandle | None = None
+        self._closed = False
+        self._loop.add_reader(sock.fileno(), self._accept_ready)
+
+    def _accept_ready(self) -> None:
+        while not self._closed:
+            try:
+                conn, _ = self._sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                # EMFILE and friends: pause accepting instead of spinning, then retry.
+                log.warning("accept on %s failed: %s; retrying shortly", self._address, exc)
+                self._loop.remove_reader(self._sock.fileno())
+                self._retry = self._loop.call_later(0.1, self._resume)
+                return
+            conn.setblocking(False)
+            task = self._loop.create_task(self._hand_over(conn))
+            self._handovers.add(task)
+            task.add_done_callback(self._handovers.discard)
+
+    def _resume(self) -> None:
+        self._retry = None
+        if not self._closed:
+            self._loop.add_reader(self._sock.fileno(), self._accept_ready)
+
+    async def _hand_over(self, conn: socket.socket) -> None:
+        import asyncio
+
+        try:
+            reader, writer = await asyncio.open_unix_connection(sock=conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._on_connection(reader, writer)
 
     async def close(self) -> None:
-        self._server.close()
-        await self._server.wait_closed()
+        import asyncio
+
+        if self._closed:
+            return
+        self._closed = True
+        if self._retry is not None:
+            self._retry.cancel()
+        self._loop.remove_reader(self._sock.fileno())
+        self._sock.close()
+        # Hand-overs take one loop turn; let them finish so every socket gets an owner.
+        await asyncio.gather(*self._handovers, return_exceptions=True)
         try:
             st = os.lstat(self._address)
         except FileNotFoundError:
@@ -195,8 +257,6 @@ class UnixTransport:
     backlog = 64
 
     async def listen(self, address: Path, on_connection: OnConnection) -> Listener:
-        import asyncio
-
         _check_path(address)
         _private_folder(address.parent)
         _clear_stale(address)
@@ -208,13 +268,12 @@ class UnixTransport:
             st = os.lstat(address)
             sock.listen(self.backlog)
             sock.setblocking(False)
-            server = await asyncio.start_unix_server(on_connection, sock=sock)
         except OSError as exc:
             sock.close()
             raise ServerStartError(
                 f"cannot listen on {address}: {exc}; check the runtime folder"
             ) from exc
-        return _UnixListener(server, address, (st.st_dev, st.st_ino))
+        return _UnixListener(sock, address, (st.st_dev, st.st_ino), on_connection)
 
     def peer_credentials(self, writer: asyncio.StreamWriter) -> PeerCredentials:
         sock = writer.get_extra_info("socket")
