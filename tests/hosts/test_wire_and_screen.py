@@ -47,3 +47,13 @@ def test_screen_strips_escapes_and_keeps_the_last_lines() -> None:
 
 def test_screen_survives_a_cut_utf8_character() -> None:
     assert render("❯ hi".encode()[1:], 5).endswith(" hi")
+
+
+def test_screen_drops_a_partial_first_line_when_cut() -> None:
+    assert render(b"ial line\r\nwhole\r\n", 5, cut=True) == "whole"
+
+
+def test_screen_handles_escapes_cut_at_the_end() -> None:
+    assert render(b"done\x1b[3", 5) == "done"
+    assert render(b"done\x1b]0;tit", 5) == "done"
+    assert render(b"x\x1b(Bdone\x1b=", 5) == "xdone"

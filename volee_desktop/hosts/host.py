@@ -45,6 +45,7 @@ from volee_desktop.hosts import recordio, wire
 
 SCROLLBACK_BYTES = 256 * 1024
 REPLAY_BYTES = 64 * 1024
+SCREEN_WINDOW = 16 * 1024
 # A client that stops reading while the program prints is dropped past this much backlog.
 CLIENT_BACKLOG_LIMIT = 4 * 1024 * 1024
 # Claude Code treats a \r glued to a paste as part of it: Enter goes separately, later.
@@ -95,6 +96,44 @@ def _start_error(argv0: str, exc: OSError, phase: str, cwd: str) -> str:
     return f"cannot start {argv0!r}: {exc.strerror or exc}"
 
 
+class Ring:
+    """The last ``size`` bytes of output, in one buffer that never moves or grows.
+
+    A fixed buffer (pages touched only as output arrives) instead of a growing bytearray:
+    reallocations left the host's heap fragmented, a few hundred KiB per host.
+    """
+
+    __slots__ = ("buf", "filled", "pos")
+
+    def __init__(self, size: int) -> None:
+        self.buf = bytearray(size)
+        self.pos = 0
+        self.filled = 0
+
+    def __len__(self) -> int:
+        return self.filled
+
+    def write(self, data: bytes) -> None:
+        """Append ``data``, forgetting the oldest bytes past the size."""
+        cap = len(self.buf)
+        view = memoryview(data)[-cap:]
+        first = min(len(view), cap - self.pos)
+        self.buf[self.pos : self.pos + first] = view[:first]
+        rest = len(view) - first
+        if rest:
+            self.buf[:rest] = view[first:]
+        self.pos = (self.pos + len(view)) % cap
+        self.filled = min(self.filled + len(view), cap)
+
+    def tail(self, count: int) -> bytes:
+        """The last ``count`` bytes (fewer if less was written)."""
+        count = min(count, self.filled)
+        start = self.pos - count
+        if start >= 0:
+            return bytes(self.buf[start : self.pos])
+        return bytes(self.buf[start:]) + bytes(self.buf[: self.pos])
+
+
 class _Client:
     """One connection to the host socket."""
 
@@ -134,7 +173,7 @@ class Host:
         self.record: dict[str, object] = {}
         self.pid = 0
         self.master = -1
-        self.scrollback = bytearray()
+        self.scrollback = Ring(SCROLLBACK_BYTES)
         self.paste_mode = False
         self._paste_tail = b""
         self.to_pty = bytearray()
@@ -408,9 +447,7 @@ class Host:
             self._flush_pty()
 
     def _output(self, data: bytes) -> None:
-        self.scrollback += data
-        if len(self.scrollback) > SCROLLBACK_BYTES + 65536:
-            del self.scrollback[: len(self.scrollback) - SCROLLBACK_BYTES]
+        self.scrollback.write(data)
         # Track bracketed paste mode; a marker may straddle two reads.
         probe = self._paste_tail + data
         on, off = probe.rfind(PASTE_ON), probe.rfind(PASTE_OFF)
@@ -565,7 +602,7 @@ class Host:
         if req.get("rows") and req.get("cols") and self.exit is None:
             self._resize(int(req["rows"]), int(req["cols"]))  # type: ignore[call-overload]
         self._reply(client, {"ok": True, "rows": self.rows, "cols": self.cols})
-        replay = bytes(self.scrollback[-REPLAY_BYTES:])
+        replay = self.scrollback.tail(REPLAY_BYTES)
         if replay:
             self._queue(client, wire.frame(wire.OUTPUT, replay))
         if self.exit is not None:
@@ -623,7 +660,12 @@ class Host:
         from volee_desktop.hosts.screen import render
 
         lines = int(req.get("lines", self.rows))  # type: ignore[call-overload]
-        self._reply(client, {"ok": True, "text": render(bytes(self.scrollback), lines)})
+        # Render only the tail the lines can come from: decoding the whole scrollback
+        # would grow the host by a MiB that the allocator keeps.
+        window = min(len(self.scrollback), max(SCREEN_WINDOW, lines * 1024))
+        cut = window < len(self.scrollback)
+        text = render(self.scrollback.tail(window), lines, cut=cut)
+        self._reply(client, {"ok": True, "text": text})
 
     def _op_signal(self, client: _Client, req: dict[str, object]) -> None:
         sig = req.get("signal")
@@ -762,10 +804,15 @@ def main(args: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """Entry point: run a host and exit with its status."""
     try:
         code = main()
     except OSError as exc:
         _log(f"host failed: {exc}")
         code = 1
     sys.exit(code)
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,10 +1,10 @@
 """Start a host for an agent, and talk to a running host over its socket.
 
-``launch_host`` starts ``python -m volee_desktop.hosts.host`` detached (its own session,
-reparented to init) and returns once the host says the program started, or raises
-``HostError`` with the reason it could not.  ``HostClient`` makes blocking requests (the
-daemon calls them in a thread); ``HostStream`` is one attached connection; ``attach``
-connects a terminal to the agent's PTY.
+``launch_host`` starts the host (``volee_desktop.hosts.host`` under ``python -I -S``)
+detached (its own session, reparented to init) and returns once the host says the
+program started, or raises ``HostError`` with the reason it could not.  ``HostClient``
+makes blocking requests (the daemon calls them in a thread); ``HostStream`` is one
+attached connection; ``hosts.attach.attach`` connects a terminal to the agent's PTY.
 """
 
 from __future__ import annotations
@@ -24,10 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import volee_desktop
 from volee_desktop.hosts import wire
 from volee_desktop.hosts.errors import HostError, RecordError
 from volee_desktop.hosts.records import ExitStatus, HostRecord, host_alive, read_record
 
+# The folder that holds the volee_desktop package: the host finds it there without site.
+PACKAGE_ROOT = Path(volee_desktop.__file__).resolve().parents[1]
+_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "from volee_desktop.hosts.host import cli; cli()"
+)
 # sun_path is 108 bytes on Linux and 104 on macOS, NUL included.
 MAX_SOCKET_PATH = 103
 LAUNCH_TIMEOUT = 15.0
@@ -50,9 +57,9 @@ def _check_program(argv0: str, cwd: Path, env: Mapping[str, str]) -> None:
 
 
 def _host_env() -> dict[str, str]:
-    """The host interpreter's own environment: just enough to import volee_desktop."""
+    """The host interpreter's own environment (the program gets the one it is given)."""
     env = {"PATH": os.environ.get("PATH", os.defpath)}
-    for key in ("PYTHONPATH", "LANG", "LC_ALL", "TMPDIR"):
+    for key in ("LANG", "LC_ALL", "TMPDIR"):
         if key in os.environ:
             env[key] = os.environ[key]
     return env
@@ -110,8 +117,13 @@ def launch_host(
     ready_r, ready_w = os.pipe()
     cmd = [
         python,
-        "-m",
-        "volee_desktop.hosts.host",
+        # No site, no environment: the site hooks (an editable install's finder, .pth
+        # files) cost every host a MiB, and the host needs only the stdlib and its package.
+        "-I",
+        "-S",
+        "-c",
+        _BOOT,
+        str(PACKAGE_ROOT),
         "--agent",
         agent_id,
         "--record",
