@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from volee_desktop.ipc.protocol import (
     MAX_MESSAGE,
     OVERSIZED,
+    DecodedReply,
     ErrorCode,
     IpcError,
     LineBuffer,
     Push,
-    Reply,
     Request,
     RequestError,
     decode_reply_or_push,
@@ -59,9 +59,9 @@ def test_request_round_trip() -> None:
 
 
 def test_replies_and_pushes_decode() -> None:
-    assert decode_reply_or_push(encode_result(3, [1, "é"])[:-1]) == Reply(3, [1, "é"], None)
+    assert decode_reply_or_push(encode_result(3, [1, "é"])[:-1]) == DecodedReply(3, [1, "é"], None)
     reply = decode_reply_or_push(encode_error(4, ErrorCode.NOT_FOUND, "no agent x")[:-1])
-    assert isinstance(reply, Reply)
+    assert isinstance(reply, DecodedReply)
     assert reply.id == 4
     assert reply.error is not None
     assert reply.error.code is ErrorCode.NOT_FOUND
@@ -73,7 +73,7 @@ def test_replies_and_pushes_decode() -> None:
 
 def test_unknown_error_code_from_a_newer_daemon_is_kept() -> None:
     reply = decode_reply_or_push(b'{"v":1,"id":1,"error":{"code":"brand_new","message":"m"}}')
-    assert isinstance(reply, Reply)
+    assert isinstance(reply, DecodedReply)
     assert reply.error is not None
     assert reply.error.code == "brand_new"
 

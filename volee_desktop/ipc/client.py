@@ -13,11 +13,11 @@ from volee_desktop.ipc.protocol import (
     OVERSIZED,
     CallTimeout,
     DaemonUnavailable,
+    DecodedReply,
     ErrorCode,
     IpcError,
     LineBuffer,
     Push,
-    Reply,
     decode_reply_or_push,
     encode_request,
 )
@@ -136,7 +136,7 @@ class Client:
             "check `volee daemon status` and try again"
         )
 
-    def _read_message(self) -> Reply | Push:
+    def _read_message(self) -> DecodedReply | Push:
         channel = self._require_channel()
         while not self._ready:
             try:

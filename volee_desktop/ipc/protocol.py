@@ -83,12 +83,12 @@ __all__ = [
     "SUPPORTED_VERSIONS",
     "CallTimeout",
     "DaemonUnavailable",
+    "DecodedReply",
     "Error",
     "ErrorCode",
     "IpcError",
     "LineBuffer",
     "Push",
-    "Reply",
     "Request",
     "RequestError",
     "ServerStartError",
@@ -175,7 +175,7 @@ class Request(NamedTuple):
     params: dict[str, Any]
 
 
-class Reply(NamedTuple):
+class DecodedReply(NamedTuple):
     """A decoded reply: ``error`` is None for a result."""
 
     id: int | str | None
@@ -299,7 +299,7 @@ def decode_request(line: bytes) -> Request:
     return Request(request_id, method, params)
 
 
-def decode_reply_or_push(line: bytes) -> Reply | Push:
+def decode_reply_or_push(line: bytes) -> DecodedReply | Push:
     """Decode one line from the server; raise IpcError when it breaks the protocol."""
     try:
         msg = json.loads(line.decode("utf-8"))
@@ -327,12 +327,12 @@ def decode_reply_or_push(line: bytes) -> Reply | Push:
             raise IpcError(ErrorCode.BAD_REQUEST, f"the daemon sent a malformed error: {err!r}")
         code = str(err.get("code", ErrorCode.INTERNAL))
         message = str(err.get("message", "the daemon gave no message"))
-        return Reply(request_id, None, IpcError(code, message))
+        return DecodedReply(request_id, None, IpcError(code, message))
     if "result" not in msg or request_id is None:
         raise IpcError(
             ErrorCode.BAD_REQUEST, f"the daemon sent a reply without id or result: {line[:200]!r}"
         )
-    return Reply(request_id, msg["result"], None)
+    return DecodedReply(request_id, msg["result"], None)
 
 
 class _Oversized:
