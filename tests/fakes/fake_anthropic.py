@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 JSON = dict[str, Any]
 
@@ -161,10 +161,10 @@ class FakeServer:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def start(self, port: int = 0) -> FakeServer:
+    def start(self, port: int = 0) -> Self:
         """Bind 127.0.0.1:port (0 picks a free port) and serve in a background thread."""
         handler = _make_handler(self)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self._httpd = _QuietServer(("127.0.0.1", port), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, name=type(self).__name__, daemon=True
@@ -197,7 +197,7 @@ class FakeServer:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> FakeServer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -285,6 +285,15 @@ class FakeServer:
     def handle_get(self, path: str) -> tuple[int, JSON]:
         """Answer a GET with a JSON body. Overridden per API."""
         return 404, {"error": {"type": "not_found", "message": f"no route GET {path}"}}
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A threaded server that takes a client hanging up (a killed harness) as normal."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 def _peer_closed(conn: socket.socket, wait: float) -> bool:

@@ -18,6 +18,7 @@ import re
 import shlex
 import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,23 @@ _STRIPPED_PREFIXES = ("ANTHROPIC_", "CLAUDE", "OPENAI_", "CODEX_", "PI_")
 _STRIPPED_NAMES = frozenset(
     {"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "CLAUDECODE"}
 )
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """A throwaway folder for one harness run: ``home`` (its HOME), ``project`` (its cwd)."""
+
+    root: Path
+    home: Path
+    project: Path
+
+    @classmethod
+    def create(cls, root: Path) -> Sandbox:
+        """Make ``root/h`` and ``root/p`` (short names: socket paths must stay short)."""
+        sandbox = cls(root=root, home=root / "h", project=root / "p")
+        sandbox.home.mkdir(parents=True, exist_ok=True)
+        sandbox.project.mkdir(parents=True, exist_ok=True)
+        return sandbox
 
 
 def harness_cache() -> Path:
