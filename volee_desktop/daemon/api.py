@@ -12,7 +12,7 @@ from .. import __version__
 from ..core.events import Event
 from ..ipc.protocol import ErrorCode, IpcError
 from ..ipc.server import Connection, Reply
-from ..store.codec import decode_event, event_to_dict, to_builtins
+from ..store.codec import decode_event, encode_registry, event_to_dict
 from .errors import Ambiguous, Broken, NotFound, Refused
 from .timeline import timeline
 from .views import agent_view, listed, resolve_agent
@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 Method = Callable[[Connection, dict[str, Any]], Awaitable[Any]]
 MAX_QUEUED_PUSHES = 50_000
+SNAPSHOT_PART = 256 * 1024
 
 
 def _str(params: dict[str, Any], key: str, *, required: bool = True) -> str | None:
@@ -128,8 +129,12 @@ class Api:
         remove = service.listen(on_event)
         registry = service.registry
         upto = registry.seq
+        parts: list[str] = []
         if since is None:
-            result: dict[str, Any] = {"seq": upto, "registry": to_builtins(registry)}
+            # A big registry would not fit in one 1 MiB message: it follows as "snapshot" pushes.
+            text = encode_registry(registry).decode()
+            parts = [text[i : i + SNAPSHOT_PART] for i in range(0, len(text), SNAPSHOT_PART)]
+            result: dict[str, Any] = {"seq": upto, "snapshot_parts": len(parts)}
         else:
             if since > upto:
                 remove()
@@ -141,6 +146,9 @@ class Api:
 
         async def pump() -> None:
             try:
+                for index, part in enumerate(parts):
+                    if not await conn.push("snapshot", {"part": index, "data": part}):
+                        return
                 last = upto if since is None else since
                 if since is not None:
                     backlog = await asyncio.to_thread(lambda: list(service.events_after(since)))
