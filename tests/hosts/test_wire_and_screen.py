@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from volee_desktop.hosts import wire
+from volee_desktop.hosts.ring import Ring
 from volee_desktop.hosts.screen import render
 
 
@@ -57,3 +58,15 @@ def test_screen_handles_escapes_cut_at_the_end() -> None:
     assert render(b"done\x1b[3", 5) == "done"
     assert render(b"done\x1b]0;tit", 5) == "done"
     assert render(b"x\x1b(Bdone\x1b=", 5) == "xdone"
+
+
+def test_the_ring_keeps_the_last_bytes_across_the_wrap() -> None:
+    ring = Ring(10)
+    ring.write(b"abcdef")
+    assert ring.tail(100) == b"abcdef"
+    ring.write(b"ghijklm")
+    assert len(ring) == 10
+    assert ring.tail(10) == b"defghijklm"
+    assert ring.tail(3) == b"klm"
+    ring.write(b"0123456789ABC")
+    assert ring.tail(10) == b"3456789ABC"

@@ -42,6 +42,8 @@ import termios
 import time
 
 from volee_desktop.hosts import recordio, wire
+from volee_desktop.hosts.ring import Ring
+from volee_desktop.hosts.spawn import HOST_SIGNALS, spawn_in_pty
 
 SCROLLBACK_BYTES = 256 * 1024
 REPLAY_BYTES = 64 * 1024
@@ -56,7 +58,7 @@ PASTE_ON = b"\x1b[?2004h"
 PASTE_OFF = b"\x1b[?2004l"
 PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
-_SIGNALS = ("SIGTERM", "SIGHUP", "SIGINT")
+_SIGNALS = HOST_SIGNALS
 
 
 def _log(msg: str) -> None:
@@ -77,61 +79,6 @@ def _peer_uid(sock: socket.socket) -> int | None:
         raw = sock.getsockopt(0, 1, 76)
         return int(struct.unpack_from("=I", raw, 4)[0])
     return None
-
-
-def _start_error(argv0: str, exc: OSError, phase: str, cwd: str) -> str:
-    """What the launcher shows when the program could not be started."""
-    if phase == "chdir":
-        return (
-            f"directory {cwd} does not exist"
-            if isinstance(exc, FileNotFoundError)
-            else f"cannot enter directory {cwd}: {exc.strerror}"
-        )
-    if isinstance(exc, FileNotFoundError):
-        if "/" in argv0:
-            return f"cannot start {argv0!r}: no such file"
-        return f"cannot start {argv0!r}: not found on PATH"
-    if isinstance(exc, PermissionError):
-        return f"cannot start {argv0!r}: permission denied (is it executable?)"
-    return f"cannot start {argv0!r}: {exc.strerror or exc}"
-
-
-class Ring:
-    """The last ``size`` bytes of output, in one buffer that never moves or grows.
-
-    A fixed buffer (pages touched only as output arrives) instead of a growing bytearray:
-    reallocations left the host's heap fragmented, a few hundred KiB per host.
-    """
-
-    __slots__ = ("buf", "filled", "pos")
-
-    def __init__(self, size: int) -> None:
-        self.buf = bytearray(size)
-        self.pos = 0
-        self.filled = 0
-
-    def __len__(self) -> int:
-        return self.filled
-
-    def write(self, data: bytes) -> None:
-        """Append ``data``, forgetting the oldest bytes past the size."""
-        cap = len(self.buf)
-        view = memoryview(data)[-cap:]
-        first = min(len(view), cap - self.pos)
-        self.buf[self.pos : self.pos + first] = view[:first]
-        rest = len(view) - first
-        if rest:
-            self.buf[:rest] = view[first:]
-        self.pos = (self.pos + len(view)) % cap
-        self.filled = min(self.filled + len(view), cap)
-
-    def tail(self, count: int) -> bytes:
-        """The last ``count`` bytes (fewer if less was written)."""
-        count = min(count, self.filled)
-        start = self.pos - count
-        if start >= 0:
-            return bytes(self.buf[start : self.pos])
-        return bytes(self.buf[start:]) + bytes(self.buf[: self.pos])
 
 
 class _Client:
@@ -224,52 +171,11 @@ class Host:
         return None
 
     def _spawn(self) -> str | None:
-        if not os.path.isdir(self.cwd):
-            return f"directory {self.cwd} does not exist"
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", self.rows, self.cols, 0, 0))
-        err_r, err_w = os.pipe()  # close-on-exec: EOF means exec succeeded
-        pid = os.fork()
-        if pid == 0:  # the program
-            phase = "setup"
-            try:
-                os.close(master)
-                os.close(err_r)
-                os.setsid()
-                fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
-                for fd in (0, 1, 2):
-                    os.dup2(slave, fd)
-                if slave > 2:
-                    os.close(slave)
-                # Ignored signals stay ignored across exec: give the program defaults.
-                for name in ("SIGPIPE", "SIGXFSZ", "SIGCHLD", *_SIGNALS):
-                    signal.signal(getattr(signal, name), signal.SIG_DFL)
-                signal.set_wakeup_fd(-1)
-                phase = "chdir"
-                os.chdir(self.cwd)
-                phase = "exec"
-                os.execvpe(self.argv[0], self.argv, self.env)
-            except OSError as exc:
-                msg = _start_error(self.argv[0], exc, phase, self.cwd)
-                os.write(err_w, msg.encode())
-            finally:
-                os._exit(127)
-        os.close(slave)
-        os.close(err_w)
-        chunks = []
-        while True:
-            chunk = os.read(err_r, 4096)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        os.close(err_r)
-        if chunks:
-            os.waitpid(pid, 0)
-            os.close(master)
-            return b"".join(chunks).decode(errors="replace")
-        self.pid = pid
-        self.master = master
-        os.set_blocking(master, False)
+        result = spawn_in_pty(self.argv, self.cwd, self.env, self.rows, self.cols)
+        if isinstance(result, str):
+            return result
+        self.pid, self.master = result
+        os.set_blocking(self.master, False)
         return None
 
     def write_record(self) -> None:
