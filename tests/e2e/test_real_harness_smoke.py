@@ -456,8 +456,8 @@ def test_claude_interactive_asks_permission_then_exits(
     assert code == 0
     assert (sandbox.project / "p2.txt").exists()
     hooks = read_jsonl(hooks_log)
-    # Notification (permission_prompt) comes ~6 s after the dialog opens: here it never does.
-    assert [h["hook_event_name"] for h in hooks] == [
+    # Notification (permission_prompt) comes ~6 s after the dialog opens, only on a slow run.
+    assert [h["hook_event_name"] for h in hooks if h["hook_event_name"] != "Notification"] == [
         "SessionStart",
         "UserPromptSubmit",
         "PreToolUse",
