@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -58,7 +59,9 @@ class Service:
         self._work: Registry | None = None
         self._record = record
         self._listeners: list[Listener] = []
-        self._inflight = 0
+        self._pending: deque[tuple[asyncio.Future[list[int]], Sequence[Event], str | None]] = (
+            deque()
+        )
         self._keys: set[str] = set()
         self.broken: str | None = None
 
@@ -107,44 +110,47 @@ class Service:
             work.apply(event)
         self._work = work
         records = [self._record(*encode_event(event)) for event in events]
-        self._inflight += 1
         if key is not None:
             self._keys.add(key)
-        appended = self._log.append(records, key)
-        future = asyncio.ensure_future(appended)
-        future.add_done_callback(lambda f: self._durable(f, events, key))
+        future = asyncio.ensure_future(self._log.append(records, key))
+        self._pending.append((future, events, key))
+        future.add_done_callback(lambda _f: self._drain())
         try:
-            return await asyncio.shield(future)
-        except Broken:
-            raise
+            await asyncio.shield(future)
         except Exception as exc:
+            self._drain()
             raise Broken(self.broken or f"the event log failed: {exc}") from exc
+        # The done callback may not have run yet (an already-resolved future): apply now, so
+        # that a request returns only once its events are visible.
+        self._drain()
+        if self.broken and not future.cancelled() and future.exception() is not None:
+            raise Broken(self.broken)
+        return future.result()
 
-    def _durable(
-        self, future: asyncio.Future[list[int]], events: Sequence[Event], key: str | None
-    ) -> None:
-        # Done callbacks run in the order the log resolved the futures: the log's order.
-        self._inflight -= 1
-        if key is not None:
-            self._keys.discard(key)
-        if future.cancelled() or future.exception() is not None:
-            exc = future.exception() if not future.cancelled() else None
-            self.broken = f"the event log failed ({exc}); restart the daemon"
-            log.critical("event log write failed; refusing further writes: %s", exc)
-            return
-        seqs = future.result()
-        for seq, event in zip(seqs, events, strict=True):
-            self.registry.apply(event)
-            self.registry.seq = seq
-            for listener in list(self._listeners):
-                try:
-                    listener(seq, event)
-                except Exception:
-                    log.exception("listener failed on %s", event.TYPE)
-        if self._inflight == 0:
+    def _drain(self) -> None:
+        """Apply, in log order, every batch at the head of the queue that is durable."""
+        while self._pending and self._pending[0][0].done():
+            future, events, key = self._pending.popleft()
+            if key is not None:
+                self._keys.discard(key)
+            exc = None if future.cancelled() else future.exception()
+            if future.cancelled() or exc is not None:
+                if not self.broken:
+                    self.broken = f"the event log failed ({exc}); restart the daemon"
+                    log.critical("event log write failed; refusing further writes: %s", exc)
+                continue
+            if self.broken:
+                continue
+            for seq, event in zip(future.result(), events, strict=True):
+                self.registry.apply(event)
+                self.registry.seq = seq
+                for listener in list(self._listeners):
+                    try:
+                        listener(seq, event)
+                    except Exception:
+                        log.exception("listener failed on %s", event.TYPE)
+        if not self._pending:
             self._work = None
-        elif self._work is not None:
-            self._work.seq = self.registry.seq
 
     # --- reading ---------------------------------------------------------------------------
 

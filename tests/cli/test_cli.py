@@ -1,0 +1,110 @@
+"""The `volee` command as a person or a script uses it: real processes, real daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SAMPLES = Path(__file__).resolve().parents[1] / "harness" / "samples"
+
+
+def volee(*args: str, stdin: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "volee_desktop.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=os.environ.copy(),
+    )
+
+
+@pytest.fixture
+def stop_daemon() -> Iterator[None]:
+    yield
+    volee("daemon", "stop")
+
+
+def test_ls_starts_the_daemon_and_prints_json(stop_daemon: None) -> None:
+    result = volee("ls", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []
+    status = volee("daemon", "status", "--json")
+    assert status.returncode == 0
+    data = json.loads(status.stdout)
+    assert data["running"] is True
+    assert data["seq"] == 0
+
+
+def test_plain_ls_says_how_to_start_an_agent(stop_daemon: None) -> None:
+    result = volee("ls")
+    assert result.returncode == 0
+    assert "volee spawn" in result.stdout
+
+
+def test_status_without_a_daemon_says_so_with_a_non_zero_status() -> None:
+    result = volee("daemon", "status")
+    assert result.returncode == 3
+    assert "not running" in result.stdout
+
+
+def test_a_second_daemon_run_names_the_pid_that_holds_the_lock(stop_daemon: None) -> None:
+    volee("ls")
+    pid = json.loads(volee("daemon", "status", "--json").stdout)["pid"]
+    second = volee("daemon", "run")
+    assert second.returncode == 2
+    assert f"pid {pid}" in second.stderr
+    assert "already running" in second.stderr
+
+
+def test_an_unknown_agent_is_a_clear_error_on_stderr(stop_daemon: None) -> None:
+    result = volee("timeline", "nobody")
+    assert result.returncode != 0
+    assert result.stdout == ""
+    assert "no agent 'nobody'" in result.stderr
+    assert "volee ls --all" in result.stderr
+
+
+def test_hook_without_a_daemon_spools_and_exits_0_then_the_daemon_ingests_it(
+    volee_home: Path, stop_daemon: None
+) -> None:
+    payload = (SAMPLES / "claude-hook-Stop.json").read_text()
+    result = volee("hook", "Stop", stdin=payload)
+    assert result.returncode == 0
+    spooled = list((volee_home / "state" / "spool").glob("*.json"))
+    assert len(spooled) == 1
+    assert json.loads(spooled[0].read_text())["payload"] == payload
+    volee("ls")  # starts the daemon, which ingests the spool
+    assert list((volee_home / "state" / "spool").glob("*.json")) == []
+    # No agent owns that session: kept aside with the reason, not lost.
+    kept = list((volee_home / "state" / "spool" / "rejected").glob("*.json"))
+    assert len(kept) == 1
+    assert "no agent owns" in json.loads(kept[0].read_text())["reason"]
+
+
+def test_hook_imports_little() -> None:
+    code = (
+        "import sys; from volee_desktop.cli import entry; "
+        "import io; sys.stdin = io.TextIOWrapper(io.BytesIO(b'{}')); "
+        "entry.main(['hook', 'Stop']); "
+        "heavy = [m for m in ('asyncio', 'argparse', 'msgspec', 'sqlite3', 'psutil', "
+        "'volee_desktop.core', 'volee_desktop.daemon', 'platformdirs') if m in sys.modules]; "
+        "print(heavy)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_daemon_stop_leaves_nothing_listening(volee_home: Path) -> None:
+    volee("ls")
+    result = volee("daemon", "stop")
+    assert result.returncode == 0
+    assert "stopped" in result.stdout
+    assert volee("daemon", "status").returncode == 3

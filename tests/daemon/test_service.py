@@ -1,0 +1,139 @@
+"""The service: validate -> append (durable) -> apply -> notify, in that order."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Sequence
+
+import pytest
+
+from volee_desktop.core import events as ev
+from volee_desktop.core.registry import Registry
+from volee_desktop.core.states import AgentState
+from volee_desktop.daemon.errors import Broken, Refused
+from volee_desktop.daemon.service import Service, replay
+from volee_desktop.store.memory import MemoryLog
+from volee_desktop.store.records import Record
+
+from .helpers import registered
+
+
+def make() -> tuple[Service, MemoryLog]:
+    log = MemoryLog()
+    return Service(log, Registry(), Record), log
+
+
+async def test_given_a_valid_event_when_committed_then_durable_applied_and_notified() -> None:
+    service, log = make()
+    seen: list[tuple[int, str, int]] = []
+    # The listener checks the order: by the time it hears of an event, the log has it
+    # and the visible registry shows it.
+    service.listen(lambda seq, e: seen.append((seq, e.TYPE, log.last_seq())))
+    event = registered()
+    seqs = await service.commit([event])
+    assert seqs == [1]
+    assert seen == [(1, "agent-registered", 1)]
+    assert event.agent in service.registry.agents
+    assert service.registry.seq == 1
+
+
+async def test_given_an_invalid_event_when_committed_then_refused_and_nothing_written() -> None:
+    service, log = make()
+    with pytest.raises(Refused, match="unknown agent"):
+        await service.commit([ev.StateChanged(at=1, agent="ag_nobody", state=AgentState.WORKING)])
+    assert log.last_seq() == 0
+    assert service.registry.agents == {}
+
+
+async def test_a_batch_is_all_or_nothing() -> None:
+    service, log = make()
+    first = registered("a")
+    with pytest.raises(Refused, match="already used"):
+        await service.commit([first, first])
+    assert log.last_seq() == 0
+    assert service.current().agents == {}
+    await service.commit([first])
+    assert log.last_seq() == 1
+
+
+async def test_concurrent_requests_validate_against_each_other_and_share_commits() -> None:
+    service, log = make()
+    a = registered("a")
+    # Two concurrent requests: the second depends on the first, which is not durable yet.
+    working = ev.StateChanged(at=2, agent=a.agent, state=AgentState.WORKING)
+    results = await asyncio.gather(service.commit([a]), service.commit([working]))
+    assert results == [[1], [2]]
+    assert service.registry.agents[a.agent].state is AgentState.WORKING
+
+
+class GateLog(MemoryLog):
+    """A log whose appends become durable only when the test opens the gate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+
+    def append(self, records: Sequence[Record], key: str | None = None) -> Awaitable[list[int]]:
+        written = super().append(records, key)
+
+        async def later() -> list[int]:
+            await self.gate.wait()
+            return await written
+
+        return asyncio.ensure_future(later())
+
+
+async def test_the_visible_registry_and_listeners_change_only_once_durable() -> None:
+    log = GateLog()
+    service = Service(log, Registry(), Record)
+    heard: list[int] = []
+    service.listen(lambda seq, _e: heard.append(seq))
+    a = registered("a")
+    b = registered("b")
+    first = asyncio.ensure_future(service.commit([a]))
+    second = asyncio.ensure_future(service.commit([b]))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert a.agent in service.current().agents  # accepted: later requests validate against it
+    assert a.agent not in service.registry.agents  # not visible before it is durable
+    assert heard == []
+    log.gate.set()
+    assert await first == [1]
+    assert await second == [2]
+    assert heard == [1, 2]
+    assert {a.agent, b.agent} <= service.registry.agents.keys()
+
+
+async def test_an_idempotency_key_commits_once() -> None:
+    service, log = make()
+    a = registered("a")
+    await service.commit([a], key="k1")
+    assert await service.commit([ev.ActivityRecorded(at=2, agent=a.agent, activity="x")], key="k1") == []
+    assert log.last_seq() == 1
+
+
+async def test_a_failing_log_makes_the_service_refuse_further_writes() -> None:
+    service, log = make()
+    log.break_writes("disk full")
+    with pytest.raises(Broken):
+        await service.commit([registered("a")])
+    log.mend_writes()
+    with pytest.raises(Broken, match="restart the daemon"):
+        await service.commit([registered("b")])
+
+
+async def test_replay_rebuilds_the_same_registry() -> None:
+    service, log = make()
+    a = registered("a")
+    await service.commit([a])
+    await service.commit([ev.StateChanged(at=3, agent=a.agent, state=AgentState.WORKING)])
+    rebuilt = replay(Registry(), log.read(0))
+    assert rebuilt == service.registry
+
+
+async def test_events_after_reads_from_the_log() -> None:
+    service, _log = make()
+    a = registered("a")
+    await service.commit([a])
+    await service.commit([ev.ActivityRecorded(at=2, agent=a.agent, activity="Bash: ls")])
+    assert [(s, e.TYPE) for s, e in service.events_after(1)] == [(2, "activity-recorded")]
