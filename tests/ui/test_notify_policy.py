@@ -1,0 +1,275 @@
+"""The notification rules, one test each, on a fake clock (no Qt)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from volee_desktop.app.live import Change, LiveRegistry
+from volee_desktop.app.notify_policy import (
+    BURST_WINDOW,
+    PER_SUBJECT,
+    SETTLE,
+    Action,
+    Kind,
+    Notice,
+    NotifySettings,
+    Throttle,
+    candidates,
+)
+from volee_desktop.core import events as ev
+from volee_desktop.core.states import AgentState
+
+from .fakes import FakeDaemonLink, World
+
+
+class Feed:
+    """A live registry fed by a fake daemon, collecting every Change (what the app sees)."""
+
+    def __init__(self) -> None:
+        self.link = FakeDaemonLink()
+        self.world = World(self.link)
+        self.live = LiveRegistry()
+        self.changes: list[Change] = []
+        self.live.observe(self)
+        self.link.listener = self.live
+
+    def on_reset(self, registry: object) -> None:
+        pass
+
+    def on_change(self, change: Change) -> None:
+        self.changes.append(change)
+
+    def notices(
+        self, settings: NotifySettings | None = None, focused: frozenset[str] = frozenset()
+    ) -> list[Notice]:
+        out: list[Notice] = []
+        for change in self.changes:
+            out.extend(candidates(change, settings or NotifySettings(), focused, self.world.t))
+        self.changes.clear()
+        return out
+
+
+def test_entering_needs_input_notifies_with_name_detail_and_open() -> None:
+    feed = Feed()
+    a = feed.world.agent("api-fixer")
+    feed.changes.clear()
+    feed.world.state(a, AgentState.NEEDS_INPUT, "permission for Bash")
+    [notice] = feed.notices()
+    assert (notice.kind, notice.title, notice.body, notice.action, notice.agent) == (
+        Kind.NEEDS_INPUT,
+        "api-fixer",
+        "permission for Bash",
+        Action.OPEN,
+        a,
+    )
+
+
+def test_only_the_transition_notifies_not_a_new_detail_in_the_same_state() -> None:
+    feed = Feed()
+    a = feed.world.agent("api-fixer")
+    feed.world.state(a, AgentState.NEEDS_INPUT, "permission for Bash")
+    feed.changes.clear()
+    feed.world.state(a, AgentState.NEEDS_INPUT, "permission for Edit")
+    feed.world.activity(a, "Bash: ls")
+    assert feed.notices() == []
+
+
+def test_failed_and_lost_notify() -> None:
+    feed = Feed()
+    a = feed.world.agent("one")
+    b = feed.world.agent("two")
+    feed.changes.clear()
+    feed.world.state(a, AgentState.FAILED, "API error 529")
+    feed.world.state(b, AgentState.LOST, "its process vanished")
+    kinds = [(n.kind, n.agent) for n in feed.notices()]
+    assert kinds == [(Kind.FAILED, a), (Kind.LOST, b)]
+
+
+def test_the_persons_own_stop_never_notifies() -> None:
+    feed = Feed()
+    a = feed.world.agent("one", AgentState.NEEDS_INPUT, "permission for Bash")
+    feed.changes.clear()
+    feed.world.stop_by_person(a)
+    # Even a failure reported while it stops is the person's doing: it is held.
+    feed.world.state(a, AgentState.FAILED, "killed by SIGTERM")
+    assert feed.notices() == []
+
+
+def test_session_end_by_the_person_stopped_and_held_does_not_notify() -> None:
+    feed = Feed()
+    a = feed.world.agent("one")
+    feed.changes.clear()
+    feed.link.push(ev.StopRequested(at=feed.world.tick(), agent=a, reason="you left the session"))
+    feed.world.state(a, AgentState.STOPPED, "you left the session")
+    assert feed.notices() == []
+
+
+def test_interrupted_agents_not_resumed_notify_but_a_resume_does_not() -> None:
+    feed = Feed()
+    a = feed.world.agent("one")
+    b = feed.world.agent("two")
+    feed.changes.clear()
+    for agent in (a, b):
+        feed.link.push(
+            ev.InterruptionDetected(at=feed.world.tick(), agent=agent, cause="machine-restarted")
+        )
+    feed.link.push(
+        ev.RecoveryDecided(
+            at=feed.world.tick(),
+            agent=a,
+            outcome="stopped",
+            rule=6,
+            reason="resume_after_reboot is off",
+            action="resume",
+        )
+    )
+    feed.link.push(
+        ev.RecoveryDecided(
+            at=feed.world.tick(), agent=b, outcome="resume", rule=9, reason="it was working"
+        )
+    )
+    [notice] = feed.notices()
+    assert notice.kind is Kind.INTERRUPTED
+    assert notice.agent == a
+    assert "resume_after_reboot is off" in notice.body
+
+
+def test_mission_awaiting_approval_notifies_with_review() -> None:
+    feed = Feed()
+    mission, _, _ = feed.world.mission_awaiting("Fix the login bug")
+    notices = [n for n in feed.notices() if n.kind is Kind.MISSION]
+    assert len(notices) == 1
+    assert notices[0].action is Action.REVIEW
+    assert notices[0].mission == mission
+    assert notices[0].body == "Fix the login bug"
+
+
+def test_each_kind_can_be_turned_off() -> None:
+    for kind in Kind:
+        feed = Feed()
+        a = feed.world.agent("one")
+        b = feed.world.agent("two")
+        c = feed.world.agent("three")
+        d = feed.world.agent("four")
+        feed.world.state(a, AgentState.NEEDS_INPUT, "permission for Bash")
+        feed.world.state(b, AgentState.FAILED, "boom")
+        feed.world.state(c, AgentState.LOST, "gone")
+        feed.link.push(
+            ev.RecoveryDecided(at=feed.world.tick(), agent=d, outcome="stopped", rule=5, reason="x")
+        )
+        feed.world.mission_awaiting()
+        settings = replace(NotifySettings(), **{kind.value: False})
+        kinds = {n.kind for n in feed.notices(settings)}
+        assert kinds == set(Kind) - {kind}, kind
+
+
+def test_paused_shows_nothing() -> None:
+    feed = Feed()
+    a = feed.world.agent("one")
+    feed.world.state(a, AgentState.NEEDS_INPUT, "permission for Bash")
+    assert feed.notices(NotifySettings(paused=True)) == []
+
+
+def test_an_agent_open_in_front_of_the_person_is_not_notified() -> None:
+    feed = Feed()
+    a = feed.world.agent("one")
+    feed.changes.clear()
+    feed.world.state(a, AgentState.NEEDS_INPUT, "permission for Bash")
+    assert feed.notices(focused=frozenset({a})) == []
+
+
+def test_facts_replayed_long_after_are_not_news() -> None:
+    feed = Feed()
+    a = feed.world.agent("one")
+    feed.changes.clear()
+    feed.world.state(a, AgentState.NEEDS_INPUT, "permission for Bash")
+    old = feed.changes[:]
+    feed.changes.clear()
+    assert [
+        n
+        for c in old
+        for n in candidates(c, NotifySettings(), frozenset(), now=feed.world.t + 3600)
+    ] == []
+
+
+# --- the throttle ------------------------------------------------------------------------------
+
+
+def _need(feed: Feed, name: str) -> Notice:
+    a = feed.world.agent(name)
+    feed.changes.clear()
+    feed.world.state(a, AgentState.NEEDS_INPUT, f"permission for {name}")
+    [notice] = feed.notices()
+    return notice
+
+
+def test_throttle_shows_one_notification_after_the_settle_delay() -> None:
+    feed = Feed()
+    notice = _need(feed, "one")
+    throttle = Throttle()
+    now = 100.0
+    throttle.offer([notice], now)
+    assert throttle.flush(now, feed.link.registry) == []
+    assert throttle.next_due() == now + SETTLE
+    assert throttle.flush(now + SETTLE, feed.link.registry) == [notice]
+    assert throttle.next_due() is None
+
+
+def test_a_burst_becomes_one_summary() -> None:
+    feed = Feed()
+    notices = [_need(feed, f"agent-{i}") for i in range(5)]
+    throttle = Throttle()
+    throttle.offer(notices, 100.0)
+    [summary] = throttle.flush(100.0 + SETTLE, feed.link.registry)
+    assert summary.kind is None
+    assert summary.title == "5 agents need you"
+    assert "agent-0" in summary.body
+    assert set(summary.subjects) == {n.agent for n in notices}
+
+
+def test_three_within_the_window_are_shown_and_the_rest_wait_for_one_summary() -> None:
+    feed = Feed()
+    notices = [_need(feed, f"agent-{i}") for i in range(5)]
+    throttle = Throttle()
+    t = 100.0
+    shown = []
+    for i, notice in enumerate(notices):
+        throttle.offer([notice], t + i * 0.3)
+        shown += throttle.flush(t + i * 0.3 + SETTLE, feed.link.registry)
+    assert [n.agent for n in shown] == [n.agent for n in notices[:3]]
+    due = throttle.next_due()
+    assert due is not None
+    assert due <= t + BURST_WINDOW + SETTLE
+    [summary] = throttle.flush(due, feed.link.registry)
+    assert summary.title == "2 agents need you"
+
+
+def test_at_most_one_per_agent_per_ten_seconds_and_dropped_if_no_longer_true() -> None:
+    feed = Feed()
+    a = feed.world.agent("one")
+    feed.world.state(a, AgentState.NEEDS_INPUT, "permission for Bash")
+    first = feed.notices()[-1]
+    throttle = Throttle()
+    throttle.offer([first], 100.0)
+    assert throttle.flush(100.0 + SETTLE, feed.link.registry) == [first]
+    # It fails 2 s later: that waits until 10 s after the first...
+    feed.world.state(a, AgentState.FAILED, "boom")
+    [failed] = feed.notices()
+    throttle.offer([failed], 102.0)
+    assert throttle.flush(105.0, feed.link.registry) == []
+    assert throttle.next_due() == 100.0 + SETTLE + PER_SUBJECT
+    assert throttle.flush(100.0 + SETTLE + PER_SUBJECT, feed.link.registry) == [failed]
+    # ...and one that is no longer true when its turn comes is dropped.
+    feed.world.state(a, AgentState.NEEDS_INPUT, "permission for Edit")
+    [again] = feed.notices()
+    throttle.offer([again], 111.0)
+    feed.world.state(a, AgentState.WORKING, "")
+    assert throttle.flush(200.0, feed.link.registry) == []
+
+
+def test_focus_at_release_time_drops_a_waiting_notification() -> None:
+    feed = Feed()
+    notice = _need(feed, "one")
+    throttle = Throttle()
+    throttle.offer([notice], 100.0)
+    assert throttle.flush(101.0, feed.link.registry, frozenset({notice.agent or ""})) == []

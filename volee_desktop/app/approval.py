@@ -1,0 +1,219 @@
+"""The approval dialog of a mission awaiting approval: goal, report, workers' evidence, the choice.
+
+Choosing the approving option answers with exactly that option; any other
+option, or a typed reply, answers with that text (the daemon then sends the
+mission back to reporting).  The dialog emits ``answer(params)``; the app
+calls ``missions.answer`` with them.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTextBrowser,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from volee_desktop.core.model import Delivery, Message, Mission, MissionStatus, PushState, Verdict
+from volee_desktop.core.registry import Registry
+
+VERDICT_COLOUR = {
+    Verdict.DELIVERED: "#2f9e44",
+    Verdict.NOT_DELIVERED: "#e8590c",
+    Verdict.NEEDS_HUMAN: "#e8590c",
+    Verdict.FAILED: "#e03131",
+    Verdict.LOST: "#ae3ec9",
+}
+
+
+def evidence_text(delivery: Delivery | None) -> str:
+    """The delivery evidence in words: commits, pushed, pull request at tip, clean tree."""
+    if delivery is None:
+        return "no evidence read yet"
+    parts = [f"{delivery.commits} commit{'s' if delivery.commits != 1 else ''}"]
+    if delivery.merged_into_base:
+        parts.append("merged into " + (delivery.base or "base"))
+    parts.append(
+        {
+            PushState.PUSHED: "pushed",
+            PushState.UNPUSHED: "not pushed",
+            PushState.NO_REMOTE: "no remote",
+            PushState.UNKNOWN: "push unknown",
+        }[delivery.pushed]
+    )
+    pr = delivery.pull_request
+    if pr is not None:
+        at_tip = delivery.pull_request_at_tip is not None
+        parts.append(f"PR #{pr.number} {pr.state}" + ("" if at_tip else " (not at the tip)"))
+    elif delivery.pull_request_known:
+        parts.append("no pull request")
+    if delivery.clean is True:
+        parts.append("clean tree")
+    elif delivery.clean is False:
+        parts.append("uncommitted changes")
+    if delivery.branch:
+        parts.append(f"branch {delivery.branch}")
+    return ", ".join(parts)
+
+
+def report_of(mission: Mission, registry: Registry) -> Message | None:
+    return registry.messages.get(mission.report) if mission.report else None
+
+
+class ApprovalDialog(QDialog):
+    """Approve (or answer) a mission's report."""
+
+    answer = Signal(dict)  # params for missions.answer
+
+    def __init__(self, mission: Mission, registry: Registry, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("approval")
+        self.mission_id = mission.id
+        self.setWindowTitle("Review mission — volee")
+        self.goal = QLabel(self)
+        self.goal.setObjectName("goal")
+        self.goal.setWordWrap(True)
+        self.goal.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.banner = QLabel(self)
+        self.banner.setObjectName("banner")
+        self.banner.setWordWrap(True)
+        self.banner.setStyleSheet("color: #e8590c; font-weight: bold;")
+        self.report = QTextBrowser(self)
+        self.report.setObjectName("report")
+        self.report.setOpenExternalLinks(True)
+        self.workers = QTreeWidget(self)
+        self.workers.setObjectName("workers")
+        self.workers.setColumnCount(3)
+        self.workers.setHeaderLabels(["Worker", "Verdict", "Evidence"])
+        self.workers.setRootIsDecorated(False)
+        self.workers.setWordWrap(True)
+        self.question = QLabel(self)
+        self.question.setWordWrap(True)
+        self.options_row = QHBoxLayout()
+        self.option_buttons: dict[str, QPushButton] = {}
+        self.reply = QLineEdit(self)
+        self.reply.setObjectName("reply")
+        self.reply.setPlaceholderText("Or write a reply to the coordinator (Enter sends)…")
+        self.reply.returnPressed.connect(self._typed)
+        self.send = QPushButton("Send reply", self)
+        self.send.setAutoDefault(False)
+        self.send.clicked.connect(self._typed)
+        self.status = QLabel(self)
+        self.status.setWordWrap(True)
+
+        reply_row = QHBoxLayout()
+        reply_row.addWidget(self.reply, 1)
+        reply_row.addWidget(self.send)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.goal)
+        layout.addWidget(self.banner)
+        layout.addWidget(QLabel("<b>The coordinator's report</b>", self))
+        layout.addWidget(self.report, 3)
+        layout.addWidget(QLabel("<b>Workers</b>", self))
+        layout.addWidget(self.workers, 2)
+        layout.addWidget(self.question)
+        layout.addLayout(self.options_row)
+        layout.addLayout(reply_row)
+        layout.addWidget(self.status)
+        self.resize(760, 680)
+        self._options: tuple[str, ...] = ()
+        self._approving: str | None = None
+        self.set_mission(mission, registry)
+
+    def set_mission(self, mission: Mission, registry: Registry) -> None:
+        """Show the mission as it is now (called again when it changes while open)."""
+        self.goal.setText(f"<b>Goal:</b> {_html(mission.goal)}")
+        message = report_of(mission, registry)
+        self.report.setMarkdown(message.body if message is not None else "*No report yet.*")
+        waiting = mission.status is MissionStatus.AWAITING_APPROVAL
+        self.banner.setText(
+            ""
+            if waiting
+            else f"This report no longer waits for you: the mission is {mission.status.value}"
+            + (f" ({mission.reason})" if mission.reason else "")
+            + "."
+        )
+        self.banner.setVisible(not waiting)
+        self.workers.clear()
+        agents = registry.mission_agents(mission.id)
+        ids = list(mission.assessments) + [
+            a.id for a in agents if a.id not in mission.assessments and a.id != mission.coordinator
+        ]
+        for agent_id in ids:
+            agent = registry.agents.get(agent_id)
+            name = agent.name if agent is not None else registry.name_of(agent_id) or agent_id
+            assessment = mission.assessments.get(agent_id)
+            delivery = (assessment.evidence if assessment else None) or (
+                agent.delivery if agent is not None else None
+            )
+            verdict = assessment.verdict.value if assessment else "not judged yet"
+            reason = f": {assessment.reason}" if assessment and assessment.reason else ""
+            item = QTreeWidgetItem([name, verdict + reason, evidence_text(delivery)])
+            if assessment is not None:
+                item.setForeground(1, QBrush(QColor(VERDICT_COLOUR[assessment.verdict])))
+            item.setToolTip(2, evidence_text(delivery))
+            self.workers.addTopLevelItem(item)
+        for col in range(2):
+            self.workers.resizeColumnToContents(col)
+
+        options = message.options if message is not None else ()
+        approving = message.approving if message is not None else None
+        if options != self._options or approving != self._approving:
+            self._set_options(options, approving)
+        self.question.setText(
+            "Choose an answer:" if options else "The report asks no question; reply below."
+        )
+        for button in self.option_buttons.values():
+            button.setEnabled(waiting)
+        self.reply.setEnabled(waiting)
+        self.send.setEnabled(waiting)
+
+    def _set_options(self, options: tuple[str, ...], approving: str | None) -> None:
+        for button in self.option_buttons.values():
+            self.options_row.removeWidget(button)
+            button.deleteLater()
+        self.option_buttons = {}
+        self._options, self._approving = options, approving
+        for option in options:
+            button = QPushButton(option, self)
+            button.setAutoDefault(False)
+            if option == approving:
+                button.setObjectName("approve")
+                button.setStyleSheet(
+                    "QPushButton { background: #2f9e44; color: white; font-weight: bold;"
+                    " padding: 4px 12px; }"
+                )
+                button.setToolTip("Approve: volee merges every worker's work")
+            button.clicked.connect(lambda _=False, o=option: self.choose(o))
+            self.options_row.addWidget(button)
+            self.option_buttons[option] = button
+        self.options_row.addStretch(1)
+
+    @property
+    def approving(self) -> str | None:
+        return self._approving
+
+    def choose(self, option: str) -> None:
+        """Answer with one of the report's options (exactly as written)."""
+        self.answer.emit({"mission": self.mission_id, "option": option})
+
+    def _typed(self) -> None:
+        text = self.reply.text().strip()
+        if text:
+            self.answer.emit({"mission": self.mission_id, "text": text})
+
+    def show_status(self, text: str) -> None:
+        self.status.setText(text)
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

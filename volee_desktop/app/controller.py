@@ -1,0 +1,506 @@
+"""The tray app's composition: live registry, list model, tray, panel, notifications, actions.
+
+``AppController`` wires the widgets to a ``DaemonLink``; every person's action
+(open, reply, stop, resume, forget, timeline, review, settings) becomes one
+daemon call here, so the widgets stay free of rules and of IPC.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QMessageBox, QSystemTrayIcon, QWidget
+
+from volee_desktop.core.model import Location
+from volee_desktop.core.registry import Registry
+from volee_desktop.core.states import AgentState
+
+from .agent_model import AgentListModel
+from .agent_window import AgentWindow
+from .approval import ApprovalDialog
+from .errors import LinkError
+from .icons import IconCache, Svgs
+from .link import DaemonLink
+from .live import Change, Connection, LiveRegistry
+from .notifier import NotificationCenter, NotificationSink, default_sinks
+from .notify_policy import Kind, Notice, NotifySettings
+from .panel import AgentPanel
+from .summary import summarize
+from .tasks import Tasks
+from .timeline import TimelineDialog
+from .tray import Tray
+
+log = logging.getLogger(__name__)
+
+TerminalOpener = Callable[[str], "list[str] | None"]
+Confirm = Callable[[str, str], bool]
+ShowError = Callable[[str, str], None]
+
+
+def _default_terminal(agent_id: str) -> list[str] | None:
+    from .terminal import open_in_terminal
+
+    return open_in_terminal(agent_id)
+
+
+def _default_login_item() -> Any:
+    from volee_desktop.loginitem import for_this_platform
+
+    return for_this_platform()
+
+
+@dataclass
+class AppOptions:
+    """The seams of the app (tests replace them; the defaults are the real things)."""
+
+    config_path: Path
+    terminal: TerminalOpener = _default_terminal
+    login_item: Callable[[], Any] | None = _default_login_item
+    sinks: list[NotificationSink] | None = None  # None: desktop-notifier, then the balloon
+    confirm: Confirm | None = None
+    show_error: ShowError | None = None
+    clock: Callable[[], float] = time.time
+    use_tray: bool | None = None  # None: when the system has a tray
+    screen_lines: int = 200
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class AppController(QObject):
+    """Everything the person sees, fed by one ``DaemonLink``."""
+
+    quit_requested = Signal()
+    opened = Signal(str, str)  # (agent id, how: terminal | output | reply)
+    called = Signal(str)  # a daemon call finished (method); tests wait on it
+
+    def __init__(self, options: AppOptions, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.options = options
+        self.link: DaemonLink | None = None
+        self.tasks = Tasks(self._task_failed)
+        self.live = LiveRegistry()
+        self.model = AgentListModel(self)
+        self.svgs = Svgs()
+        self.icons = IconCache(self.svgs)
+        self.tray = Tray(self.icons, self)
+        use_tray = options.use_tray
+        if use_tray is None:
+            use_tray = QSystemTrayIcon.isSystemTrayAvailable()
+        self.has_tray = use_tray
+        self.panel = AgentPanel(self.model, popup=use_tray)
+        self.panel.setWindowIcon(self.icons.app_icon())
+        self.windows: dict[str, AgentWindow] = {}
+        self.approvals: dict[str, ApprovalDialog] = {}
+        self.dialogs: list[QWidget] = []
+        sinks = options.sinks
+        if sinks is None:
+            sinks = default_sinks(self.tray.icon, self.svgs.app_icon_path)
+        self.notifications = NotificationCenter(
+            registry=lambda: self.live.registry,
+            sinks=sinks,
+            on_action=self.notification_action,
+            focused=self.focused_agents,
+            clock=options.clock,
+            tasks=self.tasks,
+            parent=self,
+        )
+        self.load_notify_settings()
+
+        self.live.observe(self.model)
+        self.live.observe(self.notifications)
+        self.live.observe(self)
+        self.live.observe_connection(self._connection_changed)
+        self.live.on_gap = self._resync
+
+        self.panel.action.connect(self.run_action)
+        self.tray.open_list.connect(self.toggle_list)
+        self.tray.quit_requested.connect(self.quit_requested.emit)
+        self.tray.settings_requested.connect(self.open_settings)
+        self.tray.pause_toggled.connect(self.pause_notifications)
+        self._refresh_summary()
+
+    # --- starting ------
+
+    def show(self) -> None:
+        """Show the tray icon (or, without a tray, the list as a window)."""
+        self.tray.apply_now()
+        if self.has_tray:
+            self.tray.show()
+        else:
+            log.info("no system tray here: showing the agent list as a window")
+            self.panel.show()
+
+    async def attach(self, link: DaemonLink) -> None:
+        """Use ``link``: subscribe to the live feed (snapshot, then events)."""
+        self.link = link
+        await link.subscribe(self.live, None)
+
+    def _resync(self) -> None:
+        if self.link is not None:
+            self.tasks.spawn(self.link.subscribe(self.live, None), "resync with the daemon")
+
+    # --- LiveObserver (the tray and the open windows) -------------------------------------------
+
+    def on_reset(self, registry: Registry) -> None:
+        self._refresh_summary()
+        for agent_id, window in list(self.windows.items()):
+            agent = registry.agents.get(agent_id)
+            if agent is not None:
+                window.set_agent(agent)
+        for mission_id, dialog in self.approvals.items():
+            mission = registry.missions.get(mission_id)
+            if mission is not None:
+                dialog.set_mission(mission, registry)
+
+    def on_change(self, change: Change) -> None:
+        if change.agents:
+            self._refresh_summary()
+        for _before, after in change.agents:
+            if after is not None and after.id in self.windows:
+                self.windows[after.id].set_agent(after)
+        if change.mission is not None and change.mission[1] is not None:
+            dialog = self.approvals.get(change.mission[1].id)
+            if dialog is not None:
+                dialog.set_mission(change.mission[1], self.live.registry)
+
+    def _connection_changed(self, connection: Connection) -> None:
+        self._refresh_summary()
+
+    def _refresh_summary(self) -> None:
+        conn = self.live.connection
+        summary = summarize(self.live.counts, conn.connected, conn.detail)
+        self.tray.update(summary)
+        self.panel.set_summary(summary.tooltip)
+
+    # --- the list ------
+
+    def toggle_list(self) -> None:
+        if self.panel.isVisible():
+            self.panel.hide()
+            log.info("agent list hidden")
+        else:
+            self.panel.show_near(self.tray.geometry())
+            log.info("agent list shown (%d agents)", self.model.rowCount())
+
+    def show_list(self, agent_id: str | None = None) -> None:
+        if not self.panel.isVisible():
+            self.panel.show_near(self.tray.geometry())
+            log.info("agent list shown (%d agents)", self.model.rowCount())
+        if agent_id is not None:
+            self.panel.select(agent_id)
+
+    # --- actions ------
+
+    def run_action(self, name: str, agent_id: str) -> None:
+        """Carry out one of the panel's actions on an agent."""
+        handlers: dict[str, Callable[[str], None]] = {
+            "open": self.open_agent,
+            "output": self.show_output,
+            "terminal": self.open_terminal,
+            "reply": self.reply_to,
+            "stop": lambda a: self._call("agents.stop", {"agent": a}),
+            "resume": lambda a: self._call("agents.resume", {"agent": a}),
+            "forget": self.forget,
+            "timeline": self.show_timeline,
+        }
+        handler = handlers.get(name)
+        if handler is None:
+            log.warning("unknown action %r", name)
+            return
+        handler(agent_id)
+
+    def open_agent(self, agent_id: str) -> None:
+        """Attach in a terminal when the agent runs in a volee host, else show its output."""
+        agent = self.live.registry.agents.get(agent_id)
+        if agent is not None and agent.state is AgentState.DONE:
+            self._call("agents.seen", {"agent": agent_id})
+        if agent is not None and agent.live and agent.location is Location.HOST:
+            argv = self._terminal(agent_id)
+            if argv is not None:
+                log.info("opened agent %s in a terminal: %s", agent_id, " ".join(argv))
+                self.opened.emit(agent_id, "terminal")
+                return
+        self.show_output(agent_id)
+
+    def open_terminal(self, agent_id: str) -> None:
+        argv = self._terminal(agent_id)
+        if argv is None:
+            self.show_error(
+                "No terminal emulator found",
+                "volee looked for $TERMINAL, x-terminal-emulator, gnome-terminal, konsole and "
+                "xterm. Set TERMINAL to your terminal's command; meanwhile here is the output.",
+            )
+            self.show_output(agent_id)
+            return
+        log.info("opened agent %s in a terminal: %s", agent_id, " ".join(argv))
+        self.opened.emit(agent_id, "terminal")
+
+    def _terminal(self, agent_id: str) -> list[str] | None:
+        try:
+            return self.options.terminal(agent_id)
+        except OSError as exc:
+            log.warning("could not start a terminal: %s", exc)
+            return None
+
+    def _window(self, agent_id: str) -> AgentWindow | None:
+        window = self.windows.get(agent_id)
+        if window is None:
+            agent = self.live.registry.agents.get(agent_id)
+            if agent is None:
+                return None
+            window = AgentWindow(agent)
+            window.setWindowIcon(self.icons.app_icon())
+            window.send.connect(self.send)
+            window.refresh.connect(self.refresh_output)
+            window.closed.connect(self._window_closed)
+            self.windows[agent_id] = window
+        return window
+
+    def _window_closed(self, agent_id: str) -> None:
+        window = self.windows.pop(agent_id, None)
+        if window is not None:
+            window.deleteLater()
+
+    def show_output(self, agent_id: str) -> None:
+        window = self._window(agent_id)
+        if window is None:
+            return
+        window.show()
+        window.raise_()
+        window.activateWindow()
+        self.refresh_output(agent_id)
+        log.info("opened agent %s: output view", agent_id)
+        self.opened.emit(agent_id, "output")
+
+    def reply_to(self, agent_id: str) -> None:
+        window = self._window(agent_id)
+        if window is None:
+            return
+        window.show()
+        window.raise_()
+        window.activateWindow()
+        window.focus_reply()
+        self.refresh_output(agent_id)
+        log.info("opened agent %s: reply box", agent_id)
+        self.opened.emit(agent_id, "reply")
+
+    def refresh_output(self, agent_id: str) -> None:
+        async def fetch() -> None:
+            window = self.windows.get(agent_id)
+            try:
+                result = await self._link().call(
+                    "agents.screen", {"agent": agent_id, "lines": self.options.screen_lines}
+                )
+            except LinkError as exc:
+                if window is not None:
+                    window.show_status(f"No recent output: {exc}")
+                return
+            finally:
+                self.called.emit("agents.screen")
+            window = self.windows.get(agent_id)
+            if window is not None:
+                text = result.get("text", "") if isinstance(result, dict) else str(result)
+                window.set_screen(text)
+
+        self.tasks.spawn(fetch(), f"show the output of {agent_id}")
+
+    def send(self, agent_id: str, text: str) -> None:
+        async def deliver() -> None:
+            window = self.windows.get(agent_id)
+            try:
+                result = await self._link().call("agents.send", {"agent": agent_id, "text": text})
+            except LinkError as exc:
+                if window is not None:
+                    window.show_status(f"Not sent: {exc}")
+                else:
+                    self.show_error("The message was not sent", str(exc))
+                return
+            finally:
+                self.called.emit("agents.send")
+            if window is not None:
+                window.sent()
+                if isinstance(result, dict) and result.get("resumed"):
+                    window.show_status("Sent; the agent was resumed with it.")
+
+        self.tasks.spawn(deliver(), f"send to {agent_id}")
+
+    def forget(self, agent_id: str) -> None:
+        agent = self.live.registry.agents.get(agent_id)
+        name = agent.name if agent is not None else agent_id
+        if not self.confirm(
+            f"Forget {name}?",
+            f"volee stops tracking {name}; its sessions are ignored from then on. "
+            "Its files and branch stay as they are.",
+        ):
+            return
+        self._call("agents.forget", {"agent": agent_id})
+
+    def show_timeline(self, agent_id: str) -> None:
+        async def fetch() -> None:
+            try:
+                entries = await self._link().call("agents.timeline", {"agent": agent_id})
+            finally:
+                self.called.emit("agents.timeline")
+            name = self.live.registry.name_of(agent_id) or agent_id
+            dialog = TimelineDialog(name, list(entries or []))
+            dialog.setWindowIcon(self.icons.app_icon())
+            self._keep(dialog)
+            dialog.show()
+            log.info("timeline of %s shown (%d events)", agent_id, len(entries or []))
+
+        self.tasks.spawn(fetch(), f"show the timeline of {agent_id}")
+
+    def _call(self, method: str, params: dict[str, Any]) -> None:
+        async def call() -> None:
+            try:
+                await self._link().call(method, params)
+            finally:
+                self.called.emit(method)
+
+        self.tasks.spawn(call(), method)
+
+    def _link(self) -> DaemonLink:
+        if self.link is None:
+            raise LinkError("not connected to the volee daemon yet; try again in a moment")
+        return self.link
+
+    # --- missions ------
+
+    def review(self, mission_id: str) -> ApprovalDialog | None:
+        """Open (or raise) the approval dialog of a mission."""
+        mission = self.live.registry.missions.get(mission_id)
+        if mission is None:
+            self.show_error("Unknown mission", f"volee knows no mission {mission_id}.")
+            return None
+        dialog = self.approvals.get(mission_id)
+        if dialog is None:
+            dialog = ApprovalDialog(mission, self.live.registry)
+            dialog.setWindowIcon(self.icons.app_icon())
+            dialog.answer.connect(self.answer)
+            dialog.finished.connect(lambda _=0, m=mission_id: self._approval_closed(m))
+            self.approvals[mission_id] = dialog
+        dialog.show()
+        dialog.raise_()
+        dialog.activateWindow()
+        log.info("approval dialog of %s shown", mission_id)
+        return dialog
+
+    def _approval_closed(self, mission_id: str) -> None:
+        dialog = self.approvals.pop(mission_id, None)
+        if dialog is not None:
+            dialog.deleteLater()
+
+    def answer(self, params: dict[str, Any]) -> None:
+        async def send() -> None:
+            mission_id = str(params.get("mission"))
+            dialog = self.approvals.get(mission_id)
+            try:
+                await self._link().call("missions.answer", dict(params))
+            except LinkError as exc:
+                if dialog is not None:
+                    dialog.show_status(f"Not answered: {exc}")
+                return
+            finally:
+                self.called.emit("missions.answer")
+            log.info("mission %s answered: %s", mission_id, params)
+            if dialog is not None:
+                dialog.accept()
+
+        self.tasks.spawn(send(), "answer the mission")
+
+    # --- notifications ------
+
+    def focused_agents(self) -> frozenset[str]:
+        return frozenset(i for i, w in self.windows.items() if w.in_front())
+
+    def notification_action(self, notice: Notice) -> None:
+        log.info("notification action %s on %s", notice.action.value, notice.subject or "list")
+        if notice.kind is Kind.MISSION and notice.mission is not None:
+            self.review(notice.mission)
+        elif notice.kind is None or notice.agent is None:
+            self.show_list()
+        else:
+            self.open_agent(notice.agent)
+
+    def pause_notifications(self, paused: bool) -> None:
+        self.notifications.set_settings(replace(self.notifications.settings, paused=paused))
+        log.info("notifications %s", "paused" if paused else "resumed")
+
+    def load_notify_settings(self) -> None:
+        from volee_desktop.config import load_config
+
+        loaded = load_config(self.options.config_path)
+        n = loaded.config.notifications
+        self.notifications.set_settings(
+            NotifySettings(
+                needs_input=n.needs_input,
+                failed=n.failed,
+                lost=n.lost,
+                interrupted=n.interrupted,
+                mission=n.mission,
+                paused=self.notifications.settings.paused,
+            )
+        )
+
+    # --- settings, errors ------
+
+    def open_settings(self) -> QWidget:
+        from .settings import SettingsDialog
+
+        dialog = SettingsDialog(
+            self.options.config_path, self.options.login_item, self.options.show_error
+        )
+        dialog.setWindowIcon(self.icons.app_icon())
+        dialog.saved.connect(self.load_notify_settings)
+        self._keep(dialog)
+        dialog.show()
+        return dialog
+
+    def _keep(self, widget: QWidget) -> None:
+        self.dialogs.append(widget)
+        widget.destroyed.connect(lambda *_: None)
+        if hasattr(widget, "finished"):
+            widget.finished.connect(lambda *_: self._drop(widget))
+
+    def _drop(self, widget: QWidget) -> None:
+        if widget in self.dialogs:
+            self.dialogs.remove(widget)
+        widget.deleteLater()
+
+    def confirm(self, title: str, message: str) -> bool:
+        if self.options.confirm is not None:
+            return self.options.confirm(title, message)
+        answer = QMessageBox.question(self.panel, title, message)
+        return answer == QMessageBox.StandardButton.Yes
+
+    def show_error(self, title: str, message: str) -> None:
+        log.warning("%s: %s", title, message)
+        if self.options.show_error is not None:
+            self.options.show_error(title, message)
+            return
+        self.panel.show_status(f"{title}: {message}")
+        box = QMessageBox(QMessageBox.Icon.Warning, title, message, parent=self.panel)
+        self._keep(box)
+        box.open()
+
+    def _task_failed(self, what: str, exc: BaseException) -> None:
+        title = exc.title if isinstance(exc, LinkError) else "Something went wrong"
+        self.show_error(title, f"{what}: {exc}")
+
+    # --- quitting ------
+
+    def close(self) -> None:
+        self.notifications.stop()
+        self.tray.hide()
+        self.panel.hide()
+        for window in list(self.windows.values()):
+            window.close()
+        for dialog in list(self.approvals.values()):
+            dialog.close()
+        for widget in list(self.dialogs):
+            widget.close()

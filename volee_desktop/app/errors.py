@@ -1,0 +1,36 @@
+"""The tray app's exceptions.
+
+Exceptions::
+
+    Error                 root of every error the app raises on purpose
+    ├── AlreadyRunning    another tray app of this user holds the lock
+    └── LinkError         the daemon could not be reached or answered with an error
+"""
+
+from __future__ import annotations
+
+
+class Error(Exception):
+    """Root of the app's errors; ``title`` is a short headline for dialogs."""
+
+    title = "volee"
+
+
+class AlreadyRunning(Error):
+    """Another tray app of this user holds the app lock."""
+
+    title = "volee is already running"
+
+    def __init__(self, pid: int | None, lock: str) -> None:
+        who = f"pid {pid}" if pid else "another process"
+        super().__init__(
+            f"the volee tray app already runs for this user ({who}, lock {lock}); "
+            "use its icon in the tray, or quit it first"
+        )
+        self.pid = pid
+
+
+class LinkError(Error):
+    """A call to the daemon failed; the message says which call and why."""
+
+    title = "The volee daemon did not do it"

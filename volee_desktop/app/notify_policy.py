@@ -1,0 +1,293 @@
+"""When the tray app pops up a notification: pure rules plus a throttle on a given clock.
+
+Qt-free and clock-free: ``candidates`` turns one applied event (with the
+agents and mission before and after it) into the notifications it deserves;
+``Throttle`` decides when they are shown, given ``now``:
+
+- once per transition: only an agent *entering* needs-input, failed or lost;
+  a mission *entering* awaiting-approval; a ``recovery-decided`` whose outcome
+  is not a resume (interrupted agents that were not brought back);
+- never for the person's own stop (the agent is held), nor for an agent whose
+  output view or reply box the person has in front of them (``focused``);
+- each kind can be turned off (``[notifications]`` in config.toml) or all paused;
+- at most one per agent (or mission) per ``PER_SUBJECT`` seconds: a later one
+  waits and is dropped if it no longer holds when its turn comes;
+- a burst becomes one summary: more than ``BURST_COUNT`` within
+  ``BURST_WINDOW`` seconds are shown as one ("5 agents need you").
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from volee_desktop.core import events as ev
+from volee_desktop.core.model import Agent, MissionStatus
+from volee_desktop.core.registry import Registry
+from volee_desktop.core.states import AgentState
+
+from .live import Change
+
+BURST_COUNT = 3
+BURST_WINDOW = 2.0
+PER_SUBJECT = 10.0
+SETTLE = 0.1  # events pushed together are released together (and may become a summary)
+STALE = 600.0  # facts replayed after a reconnect that are older than this are not news
+
+NOT_NEWS_OUTCOMES = frozenset({"resume", "relaunch"})
+
+
+class Kind(StrEnum):
+    """What a notification is about; the values are the keys of ``[notifications]``."""
+
+    NEEDS_INPUT = "needs_input"
+    FAILED = "failed"
+    LOST = "lost"
+    INTERRUPTED = "interrupted"
+    MISSION = "mission"
+
+
+class Action(StrEnum):
+    """The button of a notification."""
+
+    OPEN = "Open"  # open the agent (or the list, for a summary)
+    REVIEW = "Review"  # open the mission's approval dialog
+
+
+@dataclass(frozen=True)
+class NotifySettings:
+    """Which kinds are on, and whether the person paused notifications."""
+
+    needs_input: bool = True
+    failed: bool = True
+    lost: bool = True
+    interrupted: bool = True
+    mission: bool = True
+    paused: bool = False
+
+    def allows(self, kind: Kind) -> bool:
+        return not self.paused and bool(getattr(self, kind.value))
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A notification to show: title, body, one action, and what it is about."""
+
+    kind: Kind | None  # None: a summary of several
+    title: str
+    body: str
+    action: Action
+    agent: str | None = None
+    mission: str | None = None
+    subjects: tuple[str, ...] = ()
+    state: AgentState | None = None  # the state it announces (checked again before showing)
+
+    @property
+    def subject(self) -> str:
+        return self.agent or self.mission or ""
+
+
+def _state_notice(agent: Agent) -> Notice | None:
+    state = agent.state
+    if state is AgentState.NEEDS_INPUT:
+        return Notice(
+            Kind.NEEDS_INPUT,
+            agent.name,
+            agent.detail or "needs your input",
+            Action.OPEN,
+            agent=agent.id,
+            state=state,
+        )
+    if state is AgentState.FAILED:
+        return Notice(
+            Kind.FAILED,
+            f"{agent.name} failed",
+            agent.detail or "the agent failed",
+            Action.OPEN,
+            agent=agent.id,
+            state=state,
+        )
+    if state is AgentState.LOST:
+        return Notice(
+            Kind.LOST,
+            f"{agent.name} was lost",
+            agent.detail or "its program is gone",
+            Action.OPEN,
+            agent=agent.id,
+            state=state,
+        )
+    return None
+
+
+def candidates(
+    change: Change,
+    settings: NotifySettings,
+    focused: frozenset[str] = frozenset(),
+    now: float | None = None,
+) -> list[Notice]:
+    """The notifications one applied event deserves (before throttling)."""
+    event = change.event
+    if settings.paused or isinstance(event, ev.StopRequested):
+        return []
+    if now is not None and event.at < now - STALE:
+        return []
+    found: list[Notice] = []
+    for before, after in change.agents:
+        if after is None or after.id in focused or after.held:
+            continue  # forgotten, in front of the person, or stopped by the person
+        if isinstance(event, ev.RecoveryDecided) and event.agent == after.id:
+            if event.outcome not in NOT_NEWS_OUTCOMES:
+                found.append(
+                    Notice(
+                        Kind.INTERRUPTED,
+                        f"{after.name} was interrupted",
+                        f"{event.reason} (not resumed)",
+                        Action.OPEN,
+                        agent=after.id,
+                    )
+                )
+            continue
+        if before is not None and before.state is after.state:
+            continue  # not a transition
+        notice = _state_notice(after)
+        if notice is not None:
+            found.append(notice)
+    if change.mission is not None:
+        old, new = change.mission
+        if (
+            new is not None
+            and new.status is MissionStatus.AWAITING_APPROVAL
+            and (old is None or old.status is not MissionStatus.AWAITING_APPROVAL)
+        ):
+            found.append(
+                Notice(
+                    Kind.MISSION,
+                    "A mission waits for your approval",
+                    new.goal,
+                    Action.REVIEW,
+                    mission=new.id,
+                )
+            )
+    return [n for n in found if n.kind is not None and settings.allows(n.kind)]
+
+
+def still_holds(notice: Notice, registry: Registry, focused: frozenset[str]) -> bool:
+    """Whether a waiting notification is still true when its turn comes."""
+    if notice.agent is not None:
+        agent = registry.agents.get(notice.agent)
+        if agent is None or agent.id in focused or agent.held:
+            return False
+        if notice.kind is Kind.INTERRUPTED:
+            return agent.interrupted is not None and not agent.live
+        return agent.state is notice.state
+    if notice.mission is not None:
+        mission = registry.missions.get(notice.mission)
+        return mission is not None and mission.status is MissionStatus.AWAITING_APPROVAL
+    return True
+
+
+def summary_of(notices: list[Notice]) -> Notice:
+    """One notification standing for several."""
+    n = len(notices)
+    kinds = {x.kind for x in notices}
+    names = [x.title for x in notices]
+    if kinds == {Kind.NEEDS_INPUT}:
+        title = f"{n} agents need you"
+    elif kinds == {Kind.INTERRUPTED}:
+        title = f"{n} interrupted agents were not resumed"
+    elif kinds <= {Kind.FAILED, Kind.LOST}:
+        title = f"{n} agents failed or were lost"
+    else:
+        title = f"{n} things need your attention"
+    body = ", ".join(names[:5]) + (f" and {n - 5} more" if n > 5 else "")
+    return Notice(None, title, body, Action.OPEN, subjects=tuple(x.subject for x in notices))
+
+
+@dataclass
+class _Waiting:
+    notice: Notice
+    due: float
+
+
+class Throttle:
+    """Spaces notifications out on a clock given by the caller (a fake one in tests)."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, _Waiting] = {}  # by subject: the latest replaces an older one
+        self._held: list[Notice] = []  # ready, but a burst window is open
+        self._hold_until = 0.0
+        self._shown: deque[float] = deque()
+        self._last: dict[str, float] = {}
+
+    def offer(self, notices: Iterable[Notice], now: float) -> None:
+        """Queue notifications; ``flush`` shows them once due."""
+        for notice in notices:
+            last = self._last.get(notice.subject)
+            due = now + SETTLE
+            if last is not None:
+                due = max(due, last + PER_SUBJECT)
+            self._waiting[notice.subject] = _Waiting(notice, due)
+
+    def clear(self) -> None:
+        """Forget everything waiting (notifications were paused)."""
+        self._waiting.clear()
+        self._held.clear()
+
+    def next_due(self) -> float | None:
+        """When ``flush`` has something to do next, or None."""
+        times = [w.due for w in self._waiting.values()]
+        if self._held:
+            times.append(self._hold_until)
+        return min(times) if times else None
+
+    def flush(
+        self, now: float, registry: Registry, focused: frozenset[str] = frozenset()
+    ) -> list[Notice]:
+        """The notifications to show now."""
+        ready = [w.notice for w in self._waiting.values() if w.due <= now]
+        for notice in ready:
+            del self._waiting[notice.subject]
+        batch = [n for n in (*self._held, *ready) if still_holds(n, registry, focused)]
+        self._held = []
+        if not batch:
+            return []
+        if now < self._hold_until:
+            self._held = batch
+            return []
+        while self._shown and self._shown[0] <= now - BURST_WINDOW:
+            self._shown.popleft()
+        room = BURST_COUNT - len(self._shown)
+        if len(batch) <= room:
+            out = batch
+        elif len(batch) == 1:
+            # The window is full: wait until it has room, collecting whatever else comes.
+            self._held = batch
+            self._hold_until = self._shown[0] + BURST_WINDOW
+            return []
+        else:
+            out = [summary_of(batch)]
+            self._hold_until = now + BURST_WINDOW
+        self._shown.extend(now for _ in out)
+        for notice in batch:
+            self._last[notice.subject] = now
+        return out
+
+
+def subjects_of(notice: Notice) -> tuple[str, ...]:
+    """The agents or missions a notification is about."""
+    return notice.subjects if notice.kind is None else (notice.subject,)
+
+
+__all__ = [
+    "Action",
+    "Kind",
+    "Notice",
+    "NotifySettings",
+    "Throttle",
+    "candidates",
+    "still_holds",
+    "subjects_of",
+    "summary_of",
+]

@@ -1,0 +1,362 @@
+"""The agent list: a panel near the tray with a filter box, the rows and their actions.
+
+The panel knows nothing of the daemon: it emits ``action(name, agent_id)`` and
+the app's ``Actions`` carry it out.  Keyboard: type to filter, Down/Up to move,
+Enter opens, Ctrl+R reply, Ctrl+S stop, Ctrl+E resume, Ctrl+T timeline,
+Ctrl+Delete forget, Ctrl+F the filter, Escape clears the filter then hides.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import (
+    QEvent,
+    QItemSelectionModel,
+    QModelIndex,
+    QObject,
+    QPoint,
+    QRect,
+    Qt,
+    QTimer,
+    Signal,
+)
+from PySide6.QtGui import (
+    QAction,
+    QGuiApplication,
+    QHideEvent,
+    QKeyEvent,
+    QKeySequence,
+    QShowEvent,
+)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListView,
+    QMenu,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from volee_desktop.core.model import Agent
+
+from .agent_model import AgentFilter, AgentListModel, AgentRole, IdRole
+from .delegate import AgentDelegate
+from .texts import action_label, can_resume, can_stop
+
+# (action name, button text, shortcut)
+ACTIONS: tuple[tuple[str, str, str], ...] = (
+    ("open", "Open", "Return"),
+    ("reply", "Reply…", "Ctrl+R"),
+    ("stop", "Stop", "Ctrl+S"),
+    ("resume", "Resume", "Ctrl+E"),
+    ("timeline", "Timeline", "Ctrl+T"),
+    ("forget", "Forget…", "Ctrl+Delete"),
+)
+EXTRA_ACTIONS: tuple[tuple[str, str], ...] = (
+    ("output", "Show recent output"),
+    ("terminal", "Attach in a terminal"),
+)
+_NATIVE = QKeySequence.SequenceFormat.NativeText
+REPAINT_MS = 20_000  # "3 min" in the rows moves on while the panel is open
+
+
+class AgentPanel(QWidget):
+    """The list of agents, most urgent first, with a filter and per-row actions."""
+
+    action = Signal(str, str)  # (action, agent id)
+    hidden = Signal()
+
+    def __init__(self, model: AgentListModel, parent: QWidget | None = None, popup: bool = True):
+        super().__init__(parent)
+        self.setObjectName("agentPanel")
+        self.setWindowTitle("volee — agents")
+        if popup:
+            self.setWindowFlags(Qt.WindowType.Tool | Qt.WindowType.WindowStaysOnTopHint)
+        self.model = model
+        self.proxy = AgentFilter(self)
+        self.proxy.setSourceModel(model)
+
+        self.header = QLabel(self)
+        self.header.setObjectName("summary")
+        self.header.setTextFormat(Qt.TextFormat.PlainText)
+        self.filter = QLineEdit(self)
+        self.filter.setObjectName("filter")
+        self.filter.setPlaceholderText("Filter agents (name, state, detail, folder, mission)…")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self._filter_changed)
+        self.filter.installEventFilter(self)
+
+        self.view = QListView(self)
+        self.view.setObjectName("agents")
+        self.view.setModel(self.proxy)
+        self.delegate = AgentDelegate(self.view)
+        self.view.setItemDelegate(self.delegate)
+        self.view.setUniformItemSizes(True)  # 500 rows: no per-row size queries
+        self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(self._context_menu)
+        self.view.doubleClicked.connect(lambda _: self.trigger("open"))
+        self.view.selectionModel().currentChanged.connect(lambda *_: self._update_buttons())
+        self.proxy.rowsInserted.connect(self._ensure_current)
+        self.proxy.modelReset.connect(self._ensure_current)
+        self.proxy.rowsRemoved.connect(self._ensure_current)
+        self.proxy.dataChanged.connect(lambda *_: self._update_buttons())
+
+        self.empty = QLabel("No agents yet. Start one with `volee spawn`.", self)
+        self.empty.setObjectName("empty")
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.setWordWrap(True)
+
+        self.buttons: dict[str, QPushButton] = {}
+        self.qactions: dict[str, QAction] = {}
+        bar = QHBoxLayout()
+        bar.setSpacing(4)
+        for name, text, shortcut in ACTIONS:
+            button = QPushButton(text, self)
+            button.setObjectName(f"action-{name}")
+            button.setAutoDefault(False)
+            button.setToolTip(f"{text.rstrip('…')} ({QKeySequence(shortcut).toString(_NATIVE)})")
+            button.clicked.connect(lambda _=False, n=name: self.trigger(n))
+            self.buttons[name] = button
+            bar.addWidget(button)
+            qaction = QAction(text, self)
+            qaction.setShortcut(QKeySequence(shortcut))
+            qaction.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            qaction.triggered.connect(lambda _=False, n=name: self.trigger(n))
+            self.addAction(qaction)
+            self.qactions[name] = qaction
+        # Return is handled by the view and the filter box (eventFilter): the filter
+        # box would otherwise swallow it.
+        self.qactions["open"].setShortcut(QKeySequence())
+        find = QAction("Filter", self)
+        find.setShortcut(QKeySequence("Ctrl+F"))
+        find.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        find.triggered.connect(self.focus_filter)
+        self.addAction(find)
+        self.view.installEventFilter(self)
+
+        self.status = QLabel(self)
+        self.status.setObjectName("status")
+        self.status.setWordWrap(True)
+        self.status.hide()
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+        layout.setSpacing(6)
+        layout.addWidget(self.header)
+        layout.addWidget(self.filter)
+        layout.addWidget(self.view, 1)
+        layout.addWidget(self.empty, 1)
+        layout.addWidget(self.status)
+        layout.addLayout(bar)
+        self.resize(560, 520)
+
+        self._repaint = QTimer(self)
+        self._repaint.setInterval(REPAINT_MS)
+        self._repaint.timeout.connect(self.view.viewport().update)
+        self._ensure_current()
+
+    # --- what is selected ------
+
+    def current_agent(self) -> Agent | None:
+        agent = self.view.currentIndex().data(AgentRole)
+        return agent if isinstance(agent, Agent) else None
+
+    def current_id(self) -> str | None:
+        value = self.view.currentIndex().data(IdRole)
+        return value if isinstance(value, str) else None
+
+    def select(self, agent_id: str) -> bool:
+        row = self.model.row_of(agent_id)
+        if row is None:
+            return False
+        index = self.proxy.mapFromSource(self.model.index(row))
+        if not index.isValid():
+            return False
+        self.view.selectionModel().setCurrentIndex(
+            index, QItemSelectionModel.SelectionFlag.ClearAndSelect
+        )
+        self.view.scrollTo(index)
+        return True
+
+    def visible_ids(self) -> list[str]:
+        return [str(self.proxy.index(r, 0).data(IdRole)) for r in range(self.proxy.rowCount())]
+
+    # --- actions ------
+
+    def trigger(self, name: str) -> None:
+        agent_id = self.current_id()
+        if agent_id is not None and (name not in self.buttons or self.buttons[name].isEnabled()):
+            self.action.emit(name, agent_id)
+
+    def show_status(self, text: str) -> None:
+        self.status.setText(text)
+        self.status.setVisible(bool(text))
+
+    def set_summary(self, text: str) -> None:
+        self.header.setText(text)
+
+    def focus_filter(self) -> None:
+        self.filter.setFocus()
+        self.filter.selectAll()
+
+    def _filter_changed(self, text: str) -> None:
+        self.proxy.set_text(text)
+        self._ensure_current()
+
+    def _ensure_current(self, *_: object) -> None:
+        has_rows = self.proxy.rowCount() > 0
+        self.view.setVisible(has_rows or self.model.rowCount() > 0)
+        self.empty.setVisible(self.model.rowCount() == 0)
+        if has_rows and not self.view.currentIndex().isValid():
+            self.view.setCurrentIndex(self.proxy.index(0, 0))
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        agent = self.current_agent()
+        for button in self.buttons.values():
+            button.setEnabled(agent is not None)
+        if agent is None:
+            return
+        self.buttons["stop"].setEnabled(can_stop(agent))
+        self.buttons["resume"].setEnabled(can_resume(agent))
+        self.buttons["resume"].setText(action_label(agent))
+        self.qactions["resume"].setText(action_label(agent))
+
+    def _context_menu(self, pos: QPoint) -> None:
+        index = self.view.indexAt(pos)
+        if index.isValid():
+            self.view.setCurrentIndex(index)
+        menu = self.build_menu()
+        if menu is not None:
+            menu.exec(self.view.viewport().mapToGlobal(pos))
+
+    def build_menu(self) -> QMenu | None:
+        agent = self.current_agent()
+        if agent is None:
+            return None
+        menu = QMenu(self)
+        for name, text, shortcut in ACTIONS:
+            item = menu.addAction(text if name != "resume" else action_label(agent))
+            if shortcut:
+                item.setShortcut(QKeySequence(shortcut))
+            item.setEnabled(self.buttons[name].isEnabled())
+            item.triggered.connect(lambda _=False, n=name: self.trigger(n))
+        menu.addSeparator()
+        for name, text in EXTRA_ACTIONS:
+            item = menu.addAction(text)
+            item.triggered.connect(lambda _=False, n=name: self.trigger(n))
+        return menu
+
+    # --- keyboard ------
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() != QEvent.Type.KeyPress or not isinstance(event, QKeyEvent):
+            return False
+        key = event.key()
+        if watched is self.filter:
+            if key in (Qt.Key.Key_Down, Qt.Key.Key_Up, Qt.Key.Key_PageDown, Qt.Key.Key_PageUp):
+                self.view.setFocus()
+                self._move(key)
+                return True
+            if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+                self.trigger("open")
+                return True
+            if key == Qt.Key.Key_Escape:
+                if self.filter.text():
+                    self.filter.clear()
+                else:
+                    self.hide()
+                return True
+        elif watched is self.view:
+            if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+                self.trigger("open")
+                return True
+            if key == Qt.Key.Key_Escape:
+                self.hide()
+                return True
+            if key == Qt.Key.Key_Up and self.view.currentIndex().row() <= 0:
+                self.filter.setFocus()
+                return True
+            text = event.text()
+            if (
+                text
+                and text.isprintable()
+                and not event.modifiers() & ~Qt.KeyboardModifier.ShiftModifier
+            ):
+                # Typing in the list goes on in the filter box.
+                self.filter.setFocus()
+                self.filter.insert(text)
+                return True
+        return False
+
+    def _move(self, key: int) -> None:
+        rows = self.proxy.rowCount()
+        if rows == 0:
+            return
+        row = self.view.currentIndex().row()
+        step = {
+            Qt.Key.Key_Down: 1,
+            Qt.Key.Key_Up: -1,
+            Qt.Key.Key_PageDown: 10,
+            Qt.Key.Key_PageUp: -10,
+        }
+        row = max(0, min(rows - 1, (row if row >= 0 else -1) + step[Qt.Key(key)]))
+        self.view.setCurrentIndex(self.proxy.index(row, 0))
+
+    # --- showing ------
+
+    def show_near(self, anchor: QRect | None) -> None:
+        """Show the panel next to ``anchor`` (the tray icon), inside the screen."""
+        screen = (
+            QGuiApplication.screenAt(anchor.center())
+            if anchor is not None and anchor.isValid()
+            else None
+        )
+        screen = screen or QGuiApplication.primaryScreen()
+        area = screen.availableGeometry() if screen is not None else QRect(0, 0, 1280, 800)
+        size = self.size()
+        if anchor is not None and anchor.isValid():
+            x = anchor.center().x() - size.width() // 2
+            # Below a top panel, above a bottom one.
+            y = (
+                anchor.bottom() + 4
+                if anchor.center().y() < area.center().y()
+                else anchor.top() - size.height() - 4
+            )
+        else:
+            x = area.right() - size.width() - 8
+            y = area.bottom() - size.height() - 8
+        x = max(area.left(), min(x, area.right() - size.width()))
+        y = max(area.top(), min(y, area.bottom() - size.height()))
+        self.move(x, y)
+        self.show()
+        self.raise_()
+        self.activateWindow()
+        self.view.setFocus()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        # Opening the list starts at the most urgent agent (select() can move it after).
+        if self.proxy.rowCount():
+            self.view.setCurrentIndex(self.proxy.index(0, 0))
+        self._repaint.start()
+        self.view.viewport().update()
+        super().showEvent(event)
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        self._repaint.stop()
+        super().hideEvent(event)
+        self.hidden.emit()
+
+    def toggle_near(self, anchor: QRect | None) -> None:
+        if self.isVisible():
+            self.hide()
+        else:
+            self.show_near(anchor)
+
+    @property
+    def first_index(self) -> QModelIndex:
+        return self.proxy.index(0, 0)
