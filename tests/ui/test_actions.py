@@ -1,0 +1,144 @@
+"""Every action of the list reaches the daemon (the FakeDaemonLink records the call)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from volee_desktop.app.agent_window import AgentWindow
+from volee_desktop.app.timeline import TimelineDialog
+from volee_desktop.core import events as ev
+from volee_desktop.core.model import Location
+from volee_desktop.core.states import AgentState
+
+from .fakes import FakeDaemonLink, World
+
+
+def act(ctl: Any, qtbot: Any, name: str, agent_id: str, method: str) -> None:
+    with qtbot.waitSignal(ctl.called, timeout=3000, check_params_cb=lambda m: m == method):
+        ctl.panel.select(agent_id)
+        ctl.panel.trigger(name)
+
+
+def test_stop_resume_forget_reach_the_daemon(
+    controller: Any, world: World, link: FakeDaemonLink, qtbot: Any, recorder: Any
+) -> None:
+    a = world.agent("worker", AgentState.WORKING)
+    act(controller, qtbot, "stop", a, "agents.stop")
+    assert link.last("agents.stop").params == {"agent": a}
+    world.stop_by_person(a)
+    assert controller.panel.buttons["stop"].isEnabled() is False
+    assert controller.panel.buttons["resume"].isEnabled() is True
+    act(controller, qtbot, "resume", a, "agents.resume")
+    assert link.last("agents.resume").params == {"agent": a}
+    act(controller, qtbot, "forget", a, "agents.forget")
+    assert link.last("agents.forget").params == {"agent": a}
+    assert recorder.confirms[0][0] == "Forget worker?"
+
+
+def test_forget_asks_first_and_no_means_no(
+    controller: Any, world: World, link: FakeDaemonLink, recorder: Any
+) -> None:
+    a = world.agent("worker", AgentState.IDLE)
+    recorder.confirm_answer = False
+    controller.panel.select(a)
+    controller.panel.trigger("forget")
+    assert recorder.confirms
+    assert "agents.forget" not in link.methods()
+
+
+def test_relaunch_label_when_volee_offers_a_relaunch(controller: Any, world: World) -> None:
+    a = world.agent("script", AgentState.WORKING)
+    world.link.push(
+        ev.InterruptionDetected(at=world.tick(), agent=a, cause="machine-restarted"),
+        ev.RecoveryDecided(
+            at=world.tick(), agent=a, outcome="stopped", rule=3, reason="generic", action="relaunch"
+        ),
+        ev.StateChanged(at=world.tick(), agent=a, state=AgentState.STOPPED, detail="interrupted"),
+    )
+    controller.panel.select(a)
+    assert controller.panel.buttons["resume"].text() == "Relaunch"
+    assert controller.panel.buttons["resume"].isEnabled()
+
+
+def test_open_attaches_in_a_terminal_when_one_is_found(
+    controller: Any, world: World, recorder: Any, qtbot: Any
+) -> None:
+    a = world.agent("worker", AgentState.WORKING, location=Location.HOST)
+    recorder.terminal_argv = ["xterm", "-e", "volee", "attach"]
+    with qtbot.waitSignal(controller.opened, timeout=3000) as opened:
+        controller.panel.select(a)
+        controller.panel.trigger("open")
+    assert opened.args == [a, "terminal"]
+    assert recorder.terminals == [a]
+    assert controller.windows == {}
+
+
+def test_open_shows_recent_output_without_a_terminal(
+    controller: Any, world: World, link: FakeDaemonLink, recorder: Any, qtbot: Any
+) -> None:
+    a = world.agent("worker", AgentState.WORKING, location=Location.HOST)
+    recorder.terminal_argv = None
+    act(controller, qtbot, "open", a, "agents.screen")
+    assert link.last("agents.screen").params == {"agent": a, "lines": 200}
+    window = controller.windows[a]
+    assert isinstance(window, AgentWindow)
+    qtbot.waitUntil(lambda: "3 passed" in window.output.toPlainText(), timeout=3000)
+    assert window.output.isReadOnly()
+
+
+def test_open_on_a_done_agent_marks_it_seen(
+    controller: Any, world: World, link: FakeDaemonLink, qtbot: Any
+) -> None:
+    a = world.agent("finisher", AgentState.DONE, location=None)
+    act(controller, qtbot, "open", a, "agents.seen")
+    assert link.last("agents.seen").params == {"agent": a}
+
+
+def test_reply_sends_the_text(
+    controller: Any, world: World, link: FakeDaemonLink, qtbot: Any
+) -> None:
+    a = world.agent("asker", AgentState.NEEDS_INPUT, "which database?")
+    controller.panel.select(a)
+    controller.panel.trigger("reply")
+    window = controller.windows[a]
+    qtbot.keyClicks(window.reply, "use postgres")
+    with qtbot.waitSignal(controller.called, check_params_cb=lambda m: m == "agents.send"):
+        window.send_button.click()
+    assert link.last("agents.send").params == {"agent": a, "text": "use postgres"}
+    assert window.reply.text() == ""
+
+
+def test_a_failed_call_is_shown_not_lost(
+    controller: Any, world: World, link: FakeDaemonLink, qtbot: Any, recorder: Any
+) -> None:
+    a = world.agent("worker", AgentState.WORKING)
+    link.errors["agents.stop"] = "agent worker: not_found"
+    act(controller, qtbot, "stop", a, "agents.stop")
+    qtbot.waitUntil(lambda: bool(recorder.errors), timeout=3000)
+    title, message = recorder.errors[0]
+    assert title == "The volee daemon did not do it"
+    assert "not_found" in message
+
+
+def test_timeline_shows_events_in_order_with_decisions(
+    controller: Any, world: World, link: FakeDaemonLink, qtbot: Any
+) -> None:
+    a = world.agent("worker", AgentState.WORKING)
+    world.activity(a, "Bash: pytest")
+    link.push(ev.InterruptionDetected(at=world.tick(), agent=a, cause="machine-restarted"))
+    link.push(
+        ev.RecoveryDecided(at=world.tick(), agent=a, outcome="resume", rule=9, reason="working")
+    )
+    act(controller, qtbot, "timeline", a, "agents.timeline")
+    assert link.last("agents.timeline").params == {"agent": a}
+    qtbot.waitUntil(
+        lambda: any(isinstance(d, TimelineDialog) for d in controller.dialogs), timeout=3000
+    )
+    dialog = next(d for d in controller.dialogs if isinstance(d, TimelineDialog))
+    kinds = [kind for kind, _ in dialog.rows()]
+    assert kinds == [
+        "agent-registered",
+        "activity-recorded",
+        "interruption-detected",
+        "recovery-decided",
+    ]
