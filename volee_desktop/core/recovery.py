@@ -373,7 +373,9 @@ def _schedule(
     scheduled = ev.RestartScheduled(
         at=now, agent=agent.id, due_at=now + delay, attempt=attempt, budget=budget, reason=why
     )
-    return scheduled, AgentState.WORKING, words
+    # The run stays on while it waits (no "finished" meanwhile); a launch stays a launch.
+    state = AgentState.LAUNCHING if agent.state is AgentState.LAUNCHING else AgentState.WORKING
+    return scheduled, state, words
 
 
 def decide_exit(

@@ -132,6 +132,8 @@ class Daemon:
         self.api = Api(self)
         self.agents = AgentsRunner(self)
         self.agents.install()
+        from . import recovery  # noqa: F401  (registers the recovery runner)
+
         for extend in RUNNER_FACTORIES:
             await extend(self)
         self.interrupted = await self.agents.adopt_live_hosts()
