@@ -16,6 +16,7 @@ from ..ipc.protocol import DaemonUnavailable, IpcError
 from ..paths import Dirs, dirs
 
 START_TIMEOUT = 20.0
+ALREADY_RUNNING = 2  # `volee daemon run`'s status when another daemon holds the lock
 
 
 class CliError(Exception):
@@ -61,14 +62,10 @@ def start_daemon(folders: Dirs) -> None:
         except DaemonUnavailable:
             pass
         code = proc.poll()
-        if code is not None:
-            try:
-                Client.connect(folders.socket, timeout=2.0).close()
-                return  # another daemon won the race; it serves
-            except DaemonUnavailable:
-                pass
+        if code is not None and code != ALREADY_RUNNING:
             tail = _tail(log_path)
             raise CliError(f"the volee daemon could not start (exit {code}):\n{tail}", 3)
+        # exit ALREADY_RUNNING: another daemon won the race; wait for it to serve.
         time.sleep(0.05)
     raise CliError(f"the volee daemon did not answer within {START_TIMEOUT:.0f} s; see {log_path}")
 
