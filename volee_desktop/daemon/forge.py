@@ -1,0 +1,145 @@
+"""Pull requests from GitHub's REST API, with the token kept in the OS keyring.
+
+The token is stored with ``keyring`` under service ``volee``, user ``github``.
+Without a token (or for a remote that is not GitHub) the pull request is
+unknown, never "none": ``Forge.pull_request`` returns ``(False, None)``.
+``VOLEE_GITHUB_API`` points the client at another API root (tests use a fake
+server on 127.0.0.1).  Calls block; the daemon runs them in a thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.model import PullRequest
+
+log = logging.getLogger(__name__)
+
+KEYRING_SERVICE = "volee"
+KEYRING_USER = "github"
+DEFAULT_API = "https://api.github.com"
+TIMEOUT = 15.0
+
+_SLUG = re.compile(
+    r"^(?:https?://(?:[^@/]+@)?github\.com/|git@github\.com:|ssh://git@github\.com/)"
+    r"(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+?)(?:\.git)?/?$"
+)
+
+
+class ForgeError(Exception):
+    """The forge could not be asked or refused a request; the message says what and why."""
+
+
+def github_slug(url: str | None) -> tuple[str, str] | None:
+    """``(owner, repo)`` of a GitHub remote URL, or None for any other remote."""
+    if not url:
+        return None
+    match = _SLUG.match(url.strip())
+    return (match["owner"], match["repo"]) if match else None
+
+
+def stored_token() -> str | None:
+    """The GitHub token from the OS keyring (None when absent or the keyring fails)."""
+    try:
+        import keyring
+        from keyring.errors import KeyringError
+
+        try:
+            return keyring.get_password(KEYRING_SERVICE, KEYRING_USER)
+        except KeyringError as exc:
+            log.info("keyring unavailable for the GitHub token: %s", exc)
+            return None
+    except ImportError:
+        return None
+
+
+@dataclass
+class Forge:
+    """A small GitHub client: find a branch's pull request, merge one."""
+
+    api: str = ""
+    token: str | None = None
+
+    @classmethod
+    def from_environment(cls) -> Forge:
+        """The API root from VOLEE_GITHUB_API (else github.com) and the keyring's token."""
+        return cls(api=os.environ.get("VOLEE_GITHUB_API") or DEFAULT_API, token=stored_token())
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        assert self.token is not None
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            self.api.rstrip("/") + path,
+            data=data,
+            method=method,
+            headers={
+                "Authorization": f"Bearer {self.token}",
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": "2022-11-28",
+                "User-Agent": "volee-desktop",
+                **({"Content-Type": "application/json"} if data else {}),
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+                return json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode(errors="replace")[:300]
+            raise ForgeError(f"GitHub {method} {path} answered {exc.code}: {detail}") from exc
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise ForgeError(f"GitHub {method} {path} failed: {exc}") from exc
+
+    def pull_request(
+        self, remote: str | None, branch: str | None
+    ) -> tuple[bool, PullRequest | None]:
+        """``(known, pull_request)``: the newest pull request whose head is ``branch``."""
+        slug = github_slug(remote)
+        if slug is None or not branch or not self.token:
+            return False, None
+        owner, repo = slug
+        query = urllib.parse.urlencode(
+            {"head": f"{owner}:{branch}", "state": "all", "per_page": "20"}
+        )
+        try:
+            items = self._request("GET", f"/repos/{owner}/{repo}/pulls?{query}")
+        except ForgeError as exc:
+            log.info("pull request of %s unknown: %s", branch, exc)
+            return False, None
+        if not isinstance(items, list):
+            return False, None
+        found = [p for p in items if isinstance(p, dict) and p.get("head", {}).get("ref") == branch]
+        if not found:
+            return True, None
+        newest = max(found, key=lambda p: int(p.get("number", 0)))
+        return True, to_pull_request(newest)
+
+    def merge(self, remote: str | None, number: int, head: str, message: str) -> None:
+        """Merge a pull request, only if its head is still ``head``."""
+        slug = github_slug(remote)
+        if slug is None or not self.token:
+            raise ForgeError("no GitHub remote or no token: the pull request cannot be merged")
+        owner, repo = slug
+        self._request(
+            "PUT",
+            f"/repos/{owner}/{repo}/pulls/{number}/merge",
+            {"sha": head, "merge_method": "merge", "commit_title": message},
+        )
+
+
+def to_pull_request(item: dict[str, Any]) -> PullRequest:
+    """A GitHub pull-request object as volee's PullRequest (merged is a state of its own)."""
+    state = "merged" if item.get("merged_at") else str(item.get("state") or "open")
+    return PullRequest(
+        number=int(item["number"]),
+        state=state,
+        head=str(item.get("head", {}).get("sha") or ""),
+        url=str(item.get("html_url") or ""),
+    )
