@@ -120,6 +120,12 @@ def cmd_daemon_run(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(run_foreground(folders))
     except AlreadyRunning as exc:
+        from .recovery import already_running_message, login_item_start
+
+        if login_item_start():
+            # The service manager would restart a failed start in a loop: step aside quietly.
+            print(already_running_message(exc), file=sys.stderr)
+            return 0
         raise CliError(str(exc), 2) from exc
     except StoreError as exc:
         raise CliError(f"the daemon cannot start: {exc}", 3) from exc
@@ -171,7 +177,7 @@ def cmd_daemon_status(args: argparse.Namespace) -> int:
 
 def _login_status() -> dict[str, Any] | None:
     try:
-        from ..loginitem import status_summary
+        from .recovery import login_status_summary as status_summary
     except ImportError:
         return None
     try:
@@ -430,6 +436,15 @@ def _dispatch_app(args: argparse.Namespace) -> int:
 
 
 EXTENSIONS: list[Any] = []
+
+
+def _add_builtin_extensions() -> None:
+    from . import recovery
+
+    EXTENSIONS.append(recovery.extend)  # daemon install|uninstall
+
+
+_add_builtin_extensions()
 
 
 def main(argv: list[str]) -> int:
