@@ -479,8 +479,16 @@ class AgentsRunner:
                 # Resuming by hand is the person's word: it lifts the hold like a message.
                 message_id = await self.post(agent, HUMAN, "(resumed by you)", MessageKind.NOTICE)
                 agent = self.service.current().agents[agent.id]
+        prompt = text
+        if not text and agent.interrupted and agent.action == "resume":
+            # Its turn was cut off: volee's own resume prompt, as a notice from volee.
+            from ..core.recovery import resume_prompt
+
+            prompt = resume_prompt(agent.interrupted)
+            await self.post(agent, "volee", prompt, MessageKind.NOTICE)
+            agent = self.service.current().agents[agent.id]
         try:
-            await self.resume(agent, prompt=text, automatic=False, reason="resumed by you")
+            await self.resume(agent, prompt=prompt, automatic=False, reason="resumed by you")
         except (HostsError, HarnessError, OSError) as exc:
             raise Refused(f"agent {agent.name} could not be resumed: {exc}") from exc
         if message_id is not None and text:
