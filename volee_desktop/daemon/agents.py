@@ -28,6 +28,7 @@ from ..core.model import HUMAN, Agent, Harness, LaunchSettings, MessageKind, Rol
 from ..core.states import AgentState
 from ..harness.base import Error as HarnessError
 from ..harness.base import LaunchContext, LaunchPlan, Profile
+from ..harness.versions import Prober
 from ..hosts import wire
 from ..hosts.errors import Error as HostsError
 from ..hosts.launcher import HostClient, launch_host
@@ -84,6 +85,7 @@ class AgentsRunner:
             if os.environ.get(f"VOLEE_{h.upper()}_BIN")
         }
         self._starting: set[str] = set()
+        self.prober = Prober()
 
     # --- paths -----------------------------------------------------------------------------
 
@@ -176,6 +178,7 @@ class AgentsRunner:
                 Path(path).write_text(text)
             cwd = agent.launch.cwd if agent.launch else agent.cwd
             env = self.agent_env(agent, plan)
+            await self.check_binary(agent, plan, env)
             host = await asyncio.to_thread(
                 launch_host,
                 agent.id,
@@ -214,6 +217,19 @@ class AgentsRunner:
         await self.service.commit(events)
         self.watch(agent.id, host)
         return host
+
+    async def check_binary(self, agent: Agent, plan: LaunchPlan, env: dict[str, str]) -> None:
+        """Refuse, saying why, a harness binary that is missing or older than volee needs."""
+        profile = self.profiles.get(agent.harness)
+        minimum = profile.min_version if profile is not None else None
+        if minimum is None or not plan.argv:
+            return
+        try:
+            await asyncio.to_thread(
+                self.prober.require, str(agent.harness), plan.argv[0], minimum, env
+            )
+        except HarnessError as exc:
+            raise Refused(str(exc)) from exc
 
     async def launch_failed(self, agent: Agent, reason: str) -> None:
         await self.service.commit(

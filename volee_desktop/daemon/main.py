@@ -21,7 +21,9 @@ from ..config import Config, load_config
 from ..core.registry import Registry
 from ..harness.base import Profile
 from ..harness.claude import ClaudeProfile
+from ..harness.codex import CodexProfile
 from ..harness.generic import GenericProfile
+from ..harness.pi import PiProfile
 from ..ipc.server import IpcServer
 from ..paths import Dirs, ensure_private_dir
 from ..store.codec import SNAPSHOT_VERSION, CodecError, decode_registry, encode_registry
@@ -74,6 +76,8 @@ class Daemon:
         self.started_at = time.time()
         self.profiles: dict[str, Profile] = {
             "claude": ClaudeProfile(),
+            "codex": CodexProfile(),
+            "pi": PiProfile(),
             "generic": GenericProfile(),
         }
         self.intake = Intake(service, self.profiles, dirs.spool)
@@ -83,6 +87,7 @@ class Daemon:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_close: list[Callable[[], Awaitable[None]]] = []
         self.on_interactive: Callable[[], None] | None = None
+        self.on_interactive_end: Callable[[], None] | None = None
         self.after_adoption: list[Callable[[], Awaitable[None]]] = []
         self.interrupted: list[Any] = []
         self.status_parts: dict[str, Callable[[], Any]] = {}
@@ -132,7 +137,7 @@ class Daemon:
         self.api = Api(self)
         self.agents = AgentsRunner(self)
         self.agents.install()
-        from . import recovery  # noqa: F401  (registers the recovery runner)
+        from . import discovery, recovery  # noqa: F401  (register the discovery loop, recovery)
 
         for extend in RUNNER_FACTORIES:
             await extend(self)

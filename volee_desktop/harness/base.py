@@ -32,6 +32,8 @@ class Profile(Protocol):
 
     name: str
     can_resume: bool
+    #: The oldest version of the harness binary volee works with (None: no binary to check).
+    min_version: str | None
 
     def launch(self, agent_id: str, settings: LaunchSettings, ctx: LaunchContext) -> LaunchPlan:
         """The argv for a fresh session with the agent's first task."""

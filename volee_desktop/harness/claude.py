@@ -54,6 +54,8 @@ class ClaudeProfile:
 
     name = "claude"
     can_resume = True
+    # 2.1 has every hook volee listens to (PermissionRequest, StopFailure, SessionEnd reasons).
+    min_version: str | None = "2.1.0"
 
     def _common(
         self, settings: LaunchSettings, ctx: LaunchContext
@@ -109,6 +111,24 @@ def tool_activity(payload: dict[str, Any]) -> str:
 
 def hook_events(agent: Agent, hook: str, payload: dict[str, Any], at: float) -> list[Event]:
     """The events a Claude Code hook means for ``agent`` (pure)."""
+    return claude_style_events(agent, hook, payload, at, left=LEFT_BY_PERSON, product="Claude Code")
+
+
+#: Hooks that say nothing about the agent's state (kept quiet rather than refused).
+QUIET_HOOKS = frozenset({"PostToolBatch", "MessageDisplay", "PreCompact", "PostCompact"})
+
+
+def claude_style_events(
+    agent: Agent,
+    hook: str,
+    payload: dict[str, Any],
+    at: float,
+    *,
+    left: str,
+    product: str,
+) -> list[Event]:
+    """Events of a hook in Claude Code's schema (codex uses it too); ``left`` is the detail
+    of a session the person ended themselves."""
     session = require_str(payload, "session_id")
     out: list[Event] = []
     a = agent.id
@@ -166,8 +186,8 @@ def hook_events(agent: Agent, hook: str, payload: dict[str, Any], at: float) -> 
     elif hook == "SessionEnd":
         reason = payload.get("reason")
         if reason == "prompt_input_exit":
-            state(AgentState.STOPPED, LEFT_BY_PERSON)
-            out.append(ev.StopRequested(at=at, agent=a, by="human", reason=LEFT_BY_PERSON))
+            state(AgentState.STOPPED, left)
+            out.append(ev.StopRequested(at=at, agent=a, by="human", reason=left))
         elif agent.held:
             state(
                 AgentState.STOPPED,
@@ -175,6 +195,6 @@ def hook_events(agent: Agent, hook: str, payload: dict[str, Any], at: float) -> 
             )
         else:
             state(AgentState.STOPPED, f"session ended ({reason})" if reason else "session ended")
-    elif hook not in ("PostToolBatch", "MessageDisplay", "PreCompact", "PostCompact"):
-        raise PayloadError(f"unknown Claude Code hook {hook!r}")
+    elif hook not in QUIET_HOOKS:
+        raise PayloadError(f"unknown {product} hook {hook!r}")
     return out

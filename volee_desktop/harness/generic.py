@@ -14,6 +14,7 @@ class GenericProfile:
 
     name = "generic"
     can_resume = False
+    min_version: str | None = None
 
     def launch(self, agent_id: str, settings: LaunchSettings, ctx: LaunchContext) -> LaunchPlan:
         argv = list(settings.argv)

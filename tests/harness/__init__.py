@@ -1,0 +1,1 @@
+"""Tests of the harness profiles (argv builders, payload parsers, version checks)."""

@@ -1,0 +1,236 @@
+"""The Claude Code profile: argv for launch/resume and the hook mapping, on real payloads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from volee_desktop.core import events as ev
+from volee_desktop.core.model import Harness, LaunchSettings
+from volee_desktop.core.states import AgentState
+from volee_desktop.harness.base import PayloadError
+from volee_desktop.harness.claude import HOOK_EVENTS, ClaudeProfile, hook_events
+
+from .support import AT, agent, context, sample
+
+S = LaunchSettings(harness=Harness.CLAUDE, cwd="/p", prompt="fix it")
+
+
+def states(events: list[ev.Event]) -> list[tuple[str, str]]:
+    return [(e.state, e.detail) for e in events if isinstance(e, ev.StateChanged)]
+
+
+def activities(events: list[ev.Event]) -> list[str]:
+    return [e.activity for e in events if isinstance(e, ev.ActivityRecorded)]
+
+
+def test_launch_chooses_the_session_and_writes_the_hooks_file() -> None:
+    plan = ClaudeProfile().launch("ag_1", S, context("/opt/claude"))
+
+    settings = "/state/agents/ag_1/claude-settings.json"
+    assert plan.argv == (
+        "/opt/claude",
+        "--session-id",
+        "11111111-2222-4333-8444-555555555555",
+        "--settings",
+        settings,
+        "--permission-mode",
+        "acceptEdits",
+        "fix it",
+    )
+    assert plan.session_id == "11111111-2222-4333-8444-555555555555"
+    hooks = json.loads(plan.files[settings])["hooks"]
+    assert set(hooks) == set(HOOK_EVENTS)
+    command = hooks["PreToolUse"][0]["hooks"][0]["command"]
+    assert command == "/usr/bin/python3 -m volee_desktop.cli hook PreToolUse"
+    assert hooks["PreToolUse"][0]["matcher"] == "*"
+
+
+def test_resume_keeps_the_recorded_settings() -> None:
+    settings = LaunchSettings(
+        harness=Harness.CLAUDE,
+        cwd="/p",
+        argv=("--add-dir", "/x"),
+        env={"HOME": "/h"},
+        model="opus",
+        permission_mode="manual",
+        prompt="first task",
+    )
+    plan = ClaudeProfile().resume("ag_1", settings, "sess-1", "next", context())
+
+    assert plan.argv[:3] == ("claude", "--resume", "sess-1")
+    assert plan.argv[-1] == "next"
+    assert "first task" not in plan.argv
+    assert plan.argv[5:7] == ("--permission-mode", "manual")
+    assert plan.argv[7:9] == ("--model", "opus")
+    assert plan.argv[9:11] == ("--add-dir", "/x")
+    assert plan.env == {"HOME": "/h"}
+    assert plan.session_id == "sess-1"
+
+
+def test_session_start_links_the_session_and_leaves_launching() -> None:
+    payload = sample("claude-hook-SessionStart-startup")
+    events = hook_events(agent(state=AgentState.LAUNCHING), "SessionStart", payload, AT)
+
+    assert isinstance(events[0], ev.SessionLinked)
+    assert (events[0].session, events[0].how) == (payload["session_id"], "started")
+    assert states(events) == [(AgentState.IDLE, "")]
+
+
+def test_resumed_session_start_is_a_resume() -> None:
+    payload = {**sample("claude-hook-SessionStart-startup"), "source": "resume"}
+    events = hook_events(agent(sessions=("old",)), "SessionStart", payload, AT)
+
+    assert [(e.session, e.how) for e in events if isinstance(e, ev.SessionLinked)] == [
+        (payload["session_id"], "resumed")
+    ]
+
+
+def test_user_prompt_is_working_and_clears_done() -> None:
+    payload = sample("claude-hook-UserPromptSubmit")
+    a = agent(state=AgentState.DONE, sessions=(payload["session_id"],))
+
+    assert states(hook_events(a, "UserPromptSubmit", payload, AT)) == [(AgentState.WORKING, "")]
+
+
+@pytest.mark.parametrize(
+    ("hook", "activity"),
+    [
+        ("PreToolUse", "Bash: echo s > s.txt"),
+        ("PostToolUse", "Bash: echo s > s.txt"),
+        ("PostToolUseFailure", "Bash: false (failed)"),
+    ],
+)
+def test_tool_hooks_are_activity(hook: str, activity: str) -> None:
+    payload = sample(f"claude-hook-{hook}")
+    a = agent(
+        state=AgentState.NEEDS_INPUT,
+        detail="permission for Bash",
+        sessions=(payload["session_id"],),
+    )
+
+    events = hook_events(a, hook, payload, AT)
+
+    # A tool running after a permission dialog is how needs-input ends.
+    assert states(events) == [(AgentState.WORKING, "")]
+    assert activities(events) == [activity]
+
+
+def test_permission_request_is_needs_input_naming_the_tool() -> None:
+    payload = sample("claude-hook-PermissionRequest")
+    a = agent(sessions=(payload["session_id"],))
+
+    assert states(hook_events(a, "PermissionRequest", payload, AT)) == [
+        (AgentState.NEEDS_INPUT, "permission for Bash")
+    ]
+
+
+def test_permission_notification_is_needs_input_but_keeps_the_richer_detail() -> None:
+    payload = sample("claude-hook-Notification-permission_prompt")
+    working = agent(sessions=(payload["session_id"],))
+    asking = agent(
+        state=AgentState.NEEDS_INPUT,
+        detail="permission for Bash",
+        sessions=(payload["session_id"],),
+    )
+
+    assert states(hook_events(working, "Notification", payload, AT)) == [
+        (AgentState.NEEDS_INPUT, "permission")
+    ]
+    assert hook_events(asking, "Notification", payload, AT) == []
+
+
+def test_idle_prompt_is_not_needs_input() -> None:
+    payload = {
+        **sample("claude-hook-Notification-permission_prompt"),
+        "message": "Claude is waiting for your input",
+        "notification_type": "idle_prompt",
+    }
+    a = agent(state=AgentState.DONE, sessions=(payload["session_id"],))
+
+    assert hook_events(a, "Notification", payload, AT) == []
+
+
+def test_stop_is_done() -> None:
+    payload = sample("claude-hook-Stop")
+    a = agent(sessions=(payload["session_id"],))
+
+    assert states(hook_events(a, "Stop", payload, AT)) == [(AgentState.DONE, "")]
+
+
+@pytest.mark.parametrize("hook", ["SubagentStart", "SubagentStop"])
+def test_subagents_are_activity_of_the_same_agent(hook: str) -> None:
+    payload = sample(f"claude-hook-{hook}")
+    a = agent(state=AgentState.WORKING, sessions=(payload["session_id"],))
+
+    events = hook_events(a, hook, payload, AT)
+
+    verb = "started" if hook == "SubagentStart" else "finished"
+    assert activities(events) == [f"subagent general-purpose {verb}"]
+    assert not any(isinstance(e, ev.SessionLinked) for e in events)
+    assert states(events) == []
+
+
+def test_own_exit_is_stopped_and_held() -> None:
+    payload = sample("claude-hook-SessionEnd-prompt_input_exit")
+    a = agent(state=AgentState.DONE, sessions=(payload["session_id"],))
+
+    events = hook_events(a, "SessionEnd", payload, AT)
+
+    assert states(events) == [(AgentState.STOPPED, "you left Claude Code")]
+    stops = [e for e in events if isinstance(e, ev.StopRequested)]
+    assert [(s.by, s.reason) for s in stops] == [("human", "you left Claude Code")]
+
+
+def test_other_session_end_is_stopped_without_a_hold() -> None:
+    payload = sample("claude-hook-SessionEnd-other")
+    a = agent(state=AgentState.DONE, sessions=(payload["session_id"],))
+
+    events = hook_events(a, "SessionEnd", payload, AT)
+
+    assert states(events) == [(AgentState.STOPPED, "session ended (other)")]
+    assert not any(isinstance(e, ev.StopRequested) for e in events)
+
+
+def test_session_end_after_a_stop_keeps_the_stop_detail() -> None:
+    payload = sample("claude-hook-SessionEnd-other")
+    a = agent(
+        state=AgentState.STOPPED,
+        detail="stopped by you",
+        held="stopped by you",
+        sessions=(payload["session_id"],),
+    )
+
+    assert hook_events(a, "SessionEnd", payload, AT) == []
+
+
+@pytest.mark.parametrize("name", ["PostToolBatch", "MessageDisplay"])
+def test_quiet_hooks_change_nothing(name: str) -> None:
+    payload = sample(f"claude-hook-{name}")
+    a = agent(sessions=(payload["session_id"],))
+
+    assert hook_events(a, name, payload, AT) == []
+
+
+def test_stop_failure_is_failed_with_the_error() -> None:
+    payload = {**sample("claude-hook-Stop"), "hook_event_name": "StopFailure", "error": "rate"}
+    a = agent(sessions=(payload["session_id"],))
+
+    assert states(hook_events(a, "StopFailure", payload, AT)) == [(AgentState.FAILED, "rate")]
+
+
+def test_bad_payloads_are_payload_errors() -> None:
+    a = agent()
+    with pytest.raises(PayloadError, match="session_id"):
+        hook_events(a, "Stop", {"hook_event_name": "Stop"}, AT)
+    with pytest.raises(PayloadError, match="unknown Claude Code hook 'Bogus'"):
+        hook_events(a, "Bogus", sample("claude-hook-Stop"), AT)
+
+
+def test_every_sample_is_understood() -> None:
+    from .support import SAMPLES
+
+    for path in sorted(SAMPLES.glob("claude-hook-*.json")):
+        payload = json.loads(path.read_text())
+        hook_events(agent(), payload["hook_event_name"], payload, AT)

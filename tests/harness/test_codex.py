@@ -1,0 +1,155 @@
+"""The codex profile: hooks as -c overrides (never the person's files), resume, real payloads."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import tomllib
+
+import pytest
+
+from volee_desktop.core import events as ev
+from volee_desktop.core.model import Harness, LaunchSettings
+from volee_desktop.core.states import AgentState
+from volee_desktop.harness.base import Error
+from volee_desktop.harness.codex import HOOK_EVENTS, CodexProfile, hook_events, permission_args
+
+from .support import AT, SAMPLES, agent, context, sample
+
+S = LaunchSettings(harness=Harness.CODEX, cwd="/p", prompt="fix it", model="o3")
+
+
+def overrides(argv: tuple[str, ...]) -> dict[str, object]:
+    """The ``-c key=value`` pairs of an argv, values parsed as TOML like codex does."""
+    out: dict[str, object] = {}
+    for flag, value in itertools.pairwise(argv):
+        if flag == "-c":
+            key, _, toml = value.partition("=")
+            out[key] = tomllib.loads(f"v = {toml}")["v"]
+    return out
+
+
+def test_launch_passes_trusted_hooks_as_overrides() -> None:
+    plan = CodexProfile().launch("ag_1", S, context("/opt/codex"))
+
+    assert plan.argv[:2] == ("/opt/codex", "--dangerously-bypass-hook-trust")
+    assert plan.argv[-3:] == ("-m", "o3", "fix it")
+    hooks = overrides(plan.argv)
+    assert set(hooks) == {f"hooks.{name}" for name in HOOK_EVENTS}
+    assert hooks["hooks.Stop"] == [
+        {
+            "matcher": "",
+            "hooks": [
+                {"type": "command", "command": "/usr/bin/python3 -m volee_desktop.cli hook Stop"}
+            ],
+        }
+    ]
+    # codex picks its session id itself; nothing is written outside volee's folders.
+    assert (plan.session_id, plan.files) == (None, {})
+
+
+def test_hook_command_quotes_odd_paths() -> None:
+    ctx = context()
+    odd = type(ctx)(
+        volee=('/opt/my "vol"ee/python', "-m", "volee_desktop.cli"),
+        files_dir=ctx.files_dir,
+        session_id=ctx.session_id,
+    )
+    plan = CodexProfile().launch("ag_1", S, odd)
+
+    command = overrides(plan.argv)["hooks.Stop"][0]["hooks"][0]["command"]  # type: ignore[index]
+    assert command == "'/opt/my \"vol\"ee/python' -m volee_desktop.cli hook Stop"
+
+
+def test_resume_is_codex_resume_with_the_same_settings() -> None:
+    settings = LaunchSettings(
+        harness=Harness.CODEX,
+        cwd="/p",
+        argv=("--search",),
+        permission_mode="workspace-write",
+        prompt="first",
+    )
+    plan = CodexProfile().resume("ag_1", settings, "01a2-thread", "next", context())
+
+    assert plan.argv[:3] == ("codex", "resume", "--dangerously-bypass-hook-trust")
+    assert plan.argv[-5:] == ("-s", "workspace-write", "--search", "01a2-thread", "next")
+    assert "first" not in plan.argv
+    assert plan.session_id == "01a2-thread"
+
+
+@pytest.mark.parametrize(
+    ("mode", "args"),
+    [
+        (None, []),
+        ("read-only", ["-s", "read-only"]),
+        ("on-request", ["-a", "on-request"]),
+        ("bypassPermissions", ["--dangerously-bypass-approvals-and-sandbox"]),
+    ],
+)
+def test_permission_modes(mode: str | None, args: list[str]) -> None:
+    assert permission_args(mode) == args
+
+
+def test_unknown_permission_mode_names_the_allowed_ones() -> None:
+    with pytest.raises(Error, match=r"no permission mode 'manual'; use one of read-only"):
+        permission_args("manual")
+
+
+def test_session_start_links_the_session_codex_reports() -> None:
+    payload = sample("codex-hook-SessionStart-startup")
+    events = hook_events(agent(Harness.CODEX, AgentState.LAUNCHING), "SessionStart", payload, AT)
+
+    linked = [e for e in events if isinstance(e, ev.SessionLinked)]
+    assert [(e.session, e.how) for e in linked] == [(payload["session_id"], "started")]
+    assert [e.model for e in events if isinstance(e, ev.ModelChanged)] == ["fake-model"]
+    assert [e.state for e in events if isinstance(e, ev.StateChanged)] == [AgentState.IDLE]
+
+
+def test_resume_keeps_the_session() -> None:
+    payload = sample("codex-hook-SessionStart-resume")
+    a = agent(Harness.CODEX, AgentState.STOPPED, sessions=(payload["session_id"],))
+
+    events = hook_events(a, "SessionStart", payload, AT)
+
+    assert not any(isinstance(e, ev.SessionLinked) for e in events)
+    assert [e.state for e in events if isinstance(e, ev.StateChanged)] == [AgentState.IDLE]
+
+
+@pytest.mark.parametrize(
+    ("hook", "state", "activity"),
+    [
+        ("UserPromptSubmit", AgentState.WORKING, None),
+        ("PreToolUse", AgentState.WORKING, "Bash: echo s > s.txt"),
+        ("PostToolUse", AgentState.WORKING, "Bash: echo s > s.txt"),
+        ("Stop", AgentState.DONE, None),
+    ],
+)
+def test_turn_hooks(hook: str, state: AgentState, activity: str | None) -> None:
+    payload = sample(f"codex-hook-{hook}")
+    a = agent(Harness.CODEX, AgentState.IDLE, sessions=(payload["session_id"],))
+
+    events = hook_events(a, hook, payload, AT)
+
+    assert [e.state for e in events if isinstance(e, ev.StateChanged)] == [state]
+    got = [e.activity for e in events if isinstance(e, ev.ActivityRecorded)]
+    assert got == ([activity] if activity else [])
+
+
+def test_permission_request_and_own_exit() -> None:
+    base = sample("codex-hook-PreToolUse")
+    a = agent(Harness.CODEX, sessions=(base["session_id"],))
+    asked = hook_events(
+        a, "PermissionRequest", {**base, "hook_event_name": "PermissionRequest"}, AT
+    )
+    left = hook_events(a, "SessionEnd", {**base, "reason": "prompt_input_exit"}, AT)
+
+    assert [(e.state, e.detail) for e in asked if isinstance(e, ev.StateChanged)] == [
+        (AgentState.NEEDS_INPUT, "permission for Bash")
+    ]
+    assert [e.reason for e in left if isinstance(e, ev.StopRequested)] == ["you left codex"]
+
+
+def test_every_sample_is_understood() -> None:
+    for path in sorted(SAMPLES.glob("codex-hook-*.json")):
+        payload = json.loads(path.read_text())
+        hook_events(agent(Harness.CODEX), payload["hook_event_name"], payload, AT)

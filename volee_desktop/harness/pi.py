@@ -1,0 +1,152 @@
+"""pi: no hook commands, so an extension shipped with volee reports pi's events.
+
+volee runs ``pi -e <resources/pi/volee-extension.ts> …`` with ``VOLEE_HOOK_ARGV`` (the
+argv of ``volee hook``, JSON) in its environment; the extension calls it for
+``session_start``, ``agent_start``, ``tool_call``, ``tool_error``, ``agent_end`` and
+``session_shutdown`` with a JSON payload (``session_id``, ``session_file``, ``cwd``,
+``hook_event_name`` and the event's fields).  pi picks the session id itself; the
+extension's ``session_id`` links it.  Resume is ``pi --session <id>``.  pi asks no
+permissions, so it is never needs-input.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..core import events as ev
+from ..core.events import Event
+from ..core.model import Agent, LaunchSettings
+from ..core.states import AgentState
+from .base import Error, LaunchContext, LaunchPlan, PayloadError, one_line
+from .claude import tool_activity
+
+EXTENSION = Path("pi") / "volee-extension.ts"
+LEFT_BY_PERSON = "you left pi"
+HOOKS = ("session_start", "agent_start", "tool_call", "tool_error", "agent_end", "session_shutdown")
+
+
+def extension_path() -> Path:
+    """The extension file: inside the package (a wheel) or the checkout's ``resources/``."""
+    package = Path(__file__).resolve().parents[1]
+    for base in (package / "resources", package.parent / "resources"):
+        candidate = base / EXTENSION
+        if candidate.is_file():
+            return candidate
+    raise Error(f"volee's pi extension ({EXTENSION}) is missing from {package}; reinstall volee")
+
+
+class PiProfile:
+    """The pi profile."""
+
+    name = "pi"
+    can_resume = True
+    # The oldest release tested: pi.on(...) extensions with sessionManager.getSessionId().
+    min_version: str | None = "0.73.0"
+
+    def __init__(self, extension: Path | None = None) -> None:
+        self._extension = extension
+
+    def _common(
+        self, settings: LaunchSettings, ctx: LaunchContext
+    ) -> tuple[list[str], dict[str, str]]:
+        if settings.permission_mode:
+            raise Error(
+                f"pi has no permission modes (got {settings.permission_mode!r}); leave it out"
+            )
+        extension = self._extension or extension_path()
+        argv = [ctx.binary or "pi", "-e", str(extension)]
+        if settings.model:
+            argv += ["--model", settings.model]
+        env = dict(settings.env)
+        env["VOLEE_HOOK_ARGV"] = json.dumps([*ctx.volee, "hook"])
+        return argv, env
+
+    def launch(self, agent_id: str, settings: LaunchSettings, ctx: LaunchContext) -> LaunchPlan:
+        argv, env = self._common(settings, ctx)
+        argv += list(settings.argv)
+        if settings.prompt:
+            argv.append(settings.prompt)
+        return LaunchPlan(tuple(argv), env, {}, None)
+
+    def resume(
+        self,
+        agent_id: str,
+        settings: LaunchSettings,
+        session: str,
+        prompt: str | None,
+        ctx: LaunchContext,
+    ) -> LaunchPlan:
+        argv, env = self._common(settings, ctx)
+        argv += ["--session", session, *settings.argv]
+        if prompt:
+            argv.append(prompt)
+        return LaunchPlan(tuple(argv), env, {}, session)
+
+    def hook_events(
+        self, agent: Agent, hook: str, payload: dict[str, Any], at: float
+    ) -> list[Event]:
+        return hook_events(agent, hook, payload, at)
+
+
+def hook_events(agent: Agent, hook: str, payload: dict[str, Any], at: float) -> list[Event]:
+    """The events a report of volee's pi extension means for ``agent`` (pure)."""
+    if hook not in HOOKS:
+        raise PayloadError(f"unknown pi event {hook!r}; volee's extension sends {', '.join(HOOKS)}")
+    out: list[Event] = []
+    a = agent.id
+
+    def state(new: AgentState, detail: str = "") -> None:
+        if new is not agent.state or detail != agent.detail:
+            out.append(ev.StateChanged(at=at, agent=a, state=new, detail=detail))
+
+    session = payload.get("session_id")
+    if session is not None and not isinstance(session, str):
+        raise PayloadError(f"pi payload's 'session_id' is not a string (got {session!r})")
+    # A shut-down session manager reports no id: the agent (VOLEE_AGENT) still tells whose it is.
+    if session and session != agent.session and hook != "session_shutdown":
+        reason = payload.get("reason")
+        how = (
+            "resumed"
+            if reason == "resume"
+            else "continued"
+            if reason in ("new", "fork")
+            else "started"
+        )
+        if how == "started" and agent.sessions:
+            how = "continued"
+        out.append(ev.SessionLinked(at=at, agent=a, session=session, how=how))
+
+    if hook == "session_start":
+        if agent.state in (AgentState.LAUNCHING, AgentState.STOPPED, AgentState.FAILED):
+            state(AgentState.IDLE)
+    elif hook == "agent_start":
+        state(AgentState.WORKING)
+    elif hook == "tool_call":
+        state(AgentState.WORKING)
+        out.append(ev.ActivityRecorded(at=at, agent=a, activity=tool_activity(payload)))
+    elif hook == "tool_error":
+        out.append(
+            ev.ActivityRecorded(
+                at=at, agent=a, activity=one_line(f"{tool_activity(payload)} (failed)")
+            )
+        )
+    elif hook == "agent_end":
+        state(AgentState.DONE)
+    else:  # session_shutdown
+        reason = payload.get("reason")
+        signal = payload.get("signal")
+        if reason in ("new", "resume", "fork", "reload"):
+            return out  # pi switches sessions: a session_start follows
+        if reason == "quit" and not signal:
+            state(AgentState.STOPPED, LEFT_BY_PERSON)
+            out.append(ev.StopRequested(at=at, agent=a, by="human", reason=LEFT_BY_PERSON))
+        elif agent.held:
+            state(
+                AgentState.STOPPED,
+                agent.detail if agent.state is AgentState.STOPPED else "stopped by you",
+            )
+        else:
+            state(AgentState.STOPPED, f"session ended ({signal})" if signal else "session ended")
+    return out
