@@ -168,18 +168,24 @@ class Api:
             finally:
                 remove()
 
+        # Discovery lists at once for a new interactive client and knows when none is left.
+        interactive = bool(params.get("interactive", True))
+
         async def watch_close() -> None:
-            await conn.wait_closed()
-            remove()
+            try:
+                await conn.wait_closed()
+            finally:
+                remove()
+                if interactive and self.daemon.on_interactive_end is not None:
+                    self.daemon.on_interactive_end()
 
         def after() -> None:
+            if interactive and self.daemon.on_interactive is not None:
+                self.daemon.on_interactive()
             task = self.daemon.spawn_task(pump(), "subscription")
             closer = self.daemon.spawn_task(watch_close(), "subscription-close")
             closer.add_done_callback(lambda _t: task.cancel())
 
-        interactive = params.get("interactive", True)
-        if interactive and self.daemon.on_interactive is not None:
-            self.daemon.on_interactive()
         return Reply(result, after=after)
 
     async def _push_event(self, conn: Connection, seq: int, event: Event) -> bool:

@@ -1,0 +1,292 @@
+"""The discovery cadence on a fake clock: intervals, resets, shared refreshes, failures."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+import pytest
+
+from volee_desktop.config import DiscoveryConfig
+from volee_desktop.core import events as ev
+from volee_desktop.core.ids import AGENT, new_id
+from volee_desktop.core.model import Harness
+from volee_desktop.core.reconcile import ListedSession, Listing
+from volee_desktop.core.registry import Registry
+from volee_desktop.core.states import Coarse
+from volee_desktop.daemon.discovery import (
+    Discovery,
+    ListingFailed,
+    Observation,
+    Unavailable,
+)
+from volee_desktop.daemon.service import Service
+from volee_desktop.store.memory import MemoryLog
+from volee_desktop.store.records import Record
+
+CONFIG = DiscoveryConfig(
+    discovery_interval=2.0, max_discovery_interval=10.0, idle_discovery_interval=30.0
+)
+
+
+class FakeClock:
+    """Stands still until ``advance``; ``wait`` returns on the event or when time passes."""
+
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.t = start
+        self._sleepers: list[tuple[float, asyncio.Future[None], int]] = []
+        self.serial = 0
+
+    def now(self) -> float:
+        return self.t
+
+    async def wait(self, event: asyncio.Event, timeout: float) -> None:
+        future = asyncio.get_running_loop().create_future()
+        self.serial += 1
+        entry = (self.t + timeout, future, self.serial)
+        self._sleepers.append(entry)
+        waiter = asyncio.ensure_future(event.wait())
+        try:
+            await asyncio.wait({future, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            self._sleepers.remove(entry)
+
+    def sleeping(self, after: int = 0) -> list[float]:
+        """How long each pending wait (begun after wait number ``after``) still has to go."""
+        return [due - self.t for due, _, n in self._sleepers if n > after]
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+        for due, future, _ in self._sleepers:
+            if due <= self.t + 1e-9 and not future.done():
+                future.set_result(None)
+
+
+@dataclass
+class FakeLister:
+    """Answers each listing from ``script`` (the last one repeats); can hold a listing open."""
+
+    clock: FakeClock
+    script: list[Listing | Exception] = field(default_factory=list)
+    calls: list[float] = field(default_factory=list)
+    gate: asyncio.Event | None = None
+
+    async def __call__(self, now: float) -> Observation:
+        self.calls.append(now)
+        item = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+        if self.gate is not None:
+            await self.gate.wait()
+        if isinstance(item, Exception):
+            raise item
+        return Observation(item, set())
+
+
+async def until(condition: Callable[[], object], what: str) -> None:
+    """Let the loop run until ``condition`` holds (a real-time deadline, no sleeping)."""
+    deadline = time.monotonic() + 5
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        await asyncio.sleep(0)
+
+
+def session(n: int) -> ListedSession:
+    return ListedSession(
+        harness=Harness.CLAUDE,
+        session=f"00000000-0000-4000-8000-{n:012d}",
+        pid=1000 + n,
+        cwd="/tmp",
+        status=Coarse.IDLE,
+        name=f"s{n}",
+    )
+
+
+def listing(*ns: int) -> Listing:
+    return Listing(sessions=tuple(session(n) for n in ns), complete=frozenset({Harness.CLAUDE}))
+
+
+@dataclass
+class Rig:
+    clock: FakeClock
+    lister: FakeLister
+    discovery: Discovery
+    service: Service
+    seen: int = 0
+    first_wait: float = 0.0
+
+    async def waits(self) -> float:
+        """The wait the loop chose after its next listing (one not asked about yet)."""
+        await until(lambda: self.clock.sleeping(self.seen), "the loop to wait")
+        (left,) = self.clock.sleeping(self.seen)
+        self.seen = self.clock.serial
+        return left
+
+    async def next_listing(self, after: float) -> None:
+        """Advance by ``after`` seconds and wait for the listing that follows."""
+        count = len(self.lister.calls)
+        self.clock.advance(after)
+        await until(lambda: len(self.lister.calls) > count, f"a listing {after} s later")
+
+    async def no_listing_within(self, seconds: float) -> None:
+        count = len(self.lister.calls)
+        self.clock.advance(seconds)
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert len(self.lister.calls) == count
+
+
+@pytest.fixture
+async def rig() -> AsyncIterator[Rig]:
+    clock = FakeClock()
+    lister = FakeLister(clock, [listing()])
+    service = Service(MemoryLog(), Registry(), Record)
+    discovery = Discovery(service, CONFIG, lister, clock)
+    task = asyncio.ensure_future(discovery.run())
+    rig = Rig(clock, lister, discovery, service)
+    rig.first_wait = await rig.waits()  # after the listing at start
+    yield rig
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_lists_at_start_then_every_thirty_seconds_with_no_interactive_client(
+    rig: Rig,
+) -> None:
+    assert len(rig.lister.calls) == 1
+    assert rig.first_wait == 30.0
+    await rig.no_listing_within(29.9)
+    await rig.next_listing(0.1)
+    assert rig.lister.calls[1] - rig.lister.calls[0] == pytest.approx(30.0)
+
+
+async def test_an_interactive_subscription_lists_at_once_then_backs_off_to_ten(rig: Rig) -> None:
+    rig.discovery.on_interactive()
+    await until(lambda: len(rig.lister.calls) == 2, "a listing for the new subscription")
+    assert rig.lister.calls[1] == rig.lister.calls[0]  # at once: no time passed
+
+    waits = [await rig.waits()]
+    for _ in range(4):
+        await rig.next_listing(waits[-1])
+        waits.append(await rig.waits())
+    assert waits == [2.0, 4.0, 8.0, 10.0, 10.0]
+
+
+async def test_a_listing_that_changed_something_brings_the_two_second_wait_back(
+    rig: Rig,
+) -> None:
+    rig.discovery.on_interactive()
+    await rig.waits()
+    await rig.next_listing(2.0)
+    assert await rig.waits() == 4.0
+
+    rig.lister.script[:] = [listing(1), listing(1)]  # a new session: reconciled events
+    await rig.next_listing(4.0)
+
+    assert await rig.waits() == 2.0
+    assert len(rig.service.registry.agents) == 1
+
+
+async def test_no_interactive_client_left_means_the_idle_wait(rig: Rig) -> None:
+    rig.discovery.on_interactive()
+    await rig.waits()
+    rig.discovery.on_interactive_end()
+
+    await rig.next_listing(2.0)
+
+    assert await rig.waits() == 30.0
+
+
+async def test_refresh_lists_at_once_and_resets_the_wait(rig: Rig) -> None:
+    rig.discovery.on_interactive()
+    await rig.waits()
+    for wait in (2.0, 4.0):
+        await rig.next_listing(wait)
+    assert await rig.waits() == 8.0
+
+    answer = await rig.discovery.refresh()
+
+    assert answer == {"listed": True, "events": 0}
+    assert rig.lister.calls[-1] == rig.lister.calls[-2]  # no time passed
+    assert await rig.waits() == 2.0
+
+
+async def test_refreshes_wait_for_a_listing_that_started_after_them_and_share_it(
+    rig: Rig,
+) -> None:
+    rig.lister.gate = asyncio.Event()
+    first = asyncio.ensure_future(rig.discovery.refresh())
+    await until(lambda: len(rig.lister.calls) == 2, "the refresh's listing to start")
+
+    # Asked while that listing runs: it started before them, so they wait for the next one.
+    second = asyncio.ensure_future(rig.discovery.refresh())
+    third = asyncio.ensure_future(rig.discovery.refresh())
+    rig.lister.script[:] = [listing(2), listing(2)]
+    rig.lister.gate.set()
+    assert await first == {"listed": True, "events": 0}
+    answers = await asyncio.gather(second, third)
+
+    assert answers == [{"listed": True, "events": 3}] * 2  # one shared listing, one agent
+    assert len(rig.lister.calls) == 3
+
+
+async def test_hook_events_never_shorten_the_wait(rig: Rig) -> None:
+    agent = new_id(AGENT, 1_800_000_000_000, b"\x01" * 10)
+
+    await rig.service.commit(
+        [ev.AgentRegistered(at=rig.clock.t, agent=agent, name="mine", harness=Harness.CLAUDE)]
+    )
+
+    await rig.no_listing_within(29.0)
+    assert rig.clock.sleeping() == [pytest.approx(1.0)]
+
+
+async def test_a_failing_listing_changes_nothing_and_is_logged_once(
+    rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    rig.discovery.on_interactive()
+    await rig.waits()
+    caplog.set_level(logging.INFO, logger="volee_desktop.daemon.discovery")
+    boom = ListingFailed("claude agents timed out")
+    rig.lister.script[:] = [boom, boom, boom, listing()]
+
+    waits = []
+    for wait in (2.0, 4.0, 8.0):
+        await rig.next_listing(wait)
+        waits.append(await rig.waits())
+    failing = rig.discovery.status()
+    await rig.next_listing(10.0)
+    await rig.waits()
+
+    assert waits == [4.0, 8.0, 10.0]
+    assert (failing["state"], failing["reason"]) == ("failing", "claude agents timed out")
+    assert rig.discovery.status()["state"] == "on"
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("listing failed" in m for m in messages) == 1
+    assert sum("works again" in m for m in messages) == 1
+    assert rig.service.registry.seq == 0
+
+
+async def test_claude_too_old_turns_discovery_off_and_refresh_says_why() -> None:
+    clock = FakeClock()
+    reason = "Claude Code at /x/claude cannot list its sessions (unknown option '--json')"
+    lister = FakeLister(clock, [Unavailable(reason)])
+    service = Service(MemoryLog(), Registry(), Record)
+    discovery = Discovery(service, CONFIG, lister, clock)
+
+    await asyncio.wait_for(discovery.run(), 5)  # returns: discovery is off
+
+    assert await discovery.refresh() == {"listed": False, "reason": reason}
+    assert discovery.status()["state"] == "off"
+    assert discovery.status()["reason"] == reason
+    assert len(lister.calls) == 1
+
+
+async def test_claude_missing_means_no_loop_and_an_immediate_answer() -> None:
+    service = Service(MemoryLog(), Registry(), Record)
+    discovery = Discovery(service, CONFIG, None, FakeClock(), off="Claude Code not found")
+
+    assert await discovery.refresh() == {"listed": False, "reason": "Claude Code not found"}
