@@ -14,7 +14,9 @@ import pytest
 SAMPLES = Path(__file__).resolve().parents[1] / "harness" / "samples"
 
 
-def volee(*args: str, stdin: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+def volee(
+    *args: str, stdin: str | None = None, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "volee_desktop.cli", *args],
         input=stdin,
@@ -97,7 +99,9 @@ def test_hook_imports_little() -> None:
         "'volee_desktop.core', 'volee_desktop.daemon', 'platformdirs') if m in sys.modules]; "
         "print(heavy)"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 

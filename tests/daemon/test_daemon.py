@@ -82,7 +82,9 @@ async def test_a_client_that_reconnects_catches_up_without_a_gap(daemon: Daemon)
     a = registered("a")
     await daemon.service.commit([a])
     for i in range(5):
-        await daemon.service.commit([ev.ActivityRecorded(at=2 + i, agent=a.agent, activity=f"s{i}")])
+        await daemon.service.commit(
+            [ev.ActivityRecorded(at=2 + i, agent=a.agent, activity=f"s{i}")]
+        )
     client = await client_of(daemon)
     try:
         seqs: list[int] = []
@@ -123,7 +125,10 @@ async def test_a_hook_for_a_known_agent_becomes_events(daemon: Daemon) -> None:
         ({"event": "Stop", "payload": "[1, 2]"}, "not a JSON object"),
         ({"event": "", "payload": "{}"}, "no hook event name"),
         ({"event": "Stop", "payload": json.dumps({"session_id": "nobody"})}, "no agent owns"),
-        ({"event": "Stop", "payload": "{}", "agent": "ag_01HF7YAT083N3S9GC2GD1P476R"}, "unknown agent"),
+        (
+            {"event": "Stop", "payload": "{}", "agent": "ag_01HF7YAT083N3S9GC2GD1P476R"},
+            "unknown agent",
+        ),
     ],
 )
 async def test_bad_hook_payloads_are_kept_with_the_reason(
@@ -161,7 +166,9 @@ async def test_the_spool_is_ingested_at_start_in_order_exactly_once(volee_home: 
         ("00001-answered", "UserPromptSubmit", payload),
         ("00002-stop", "Stop", stop),
     ):
-        (folders.spool / f"{key}.json").write_text(json.dumps(hook_params(name, body, a.agent, key)))
+        (folders.spool / f"{key}.json").write_text(
+            json.dumps(hook_params(name, body, a.agent, key))
+        )
     (folders.spool / "00003-garbage.json").write_text("{torn")
     d = await Daemon.start(folders)
     try:
@@ -227,7 +234,8 @@ async def test_a_corrupt_record_refuses_start_naming_file_position_backup_and_re
     assert str(folders.events_db) in message
     assert "seq 2" in message
     assert "volee daemon repair" in message
-    assert info.value.backup is not None and info.value.backup.exists()
+    assert info.value.backup is not None
+    assert info.value.backup.exists()
 
 
 async def _no_snapshot() -> None:

@@ -57,7 +57,7 @@ async def test_a_batch_is_all_or_nothing() -> None:
 
 
 async def test_concurrent_requests_validate_against_each_other_and_share_commits() -> None:
-    service, log = make()
+    service, _log = make()
     a = registered("a")
     # Two concurrent requests: the second depends on the first, which is not durable yet.
     working = ev.StateChanged(at=2, agent=a.agent, state=AgentState.WORKING)
@@ -108,7 +108,10 @@ async def test_an_idempotency_key_commits_once() -> None:
     service, log = make()
     a = registered("a")
     await service.commit([a], key="k1")
-    assert await service.commit([ev.ActivityRecorded(at=2, agent=a.agent, activity="x")], key="k1") == []
+    assert (
+        await service.commit([ev.ActivityRecorded(at=2, agent=a.agent, activity="x")], key="k1")
+        == []
+    )
     assert log.last_seq() == 1
 
 
