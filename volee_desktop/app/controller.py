@@ -188,9 +188,12 @@ class AppController(QObject):
             log.info("agent list shown (%d agents)", self.model.rowCount())
 
     def show_list(self, agent_id: str | None = None) -> None:
-        if not self.panel.isVisible():
+        if self.panel.isVisible():
+            self.panel.raise_()
+            self.panel.activateWindow()
+        else:
             self.panel.show_near(self.tray.geometry())
-            log.info("agent list shown (%d agents)", self.model.rowCount())
+        log.info("agent list shown (%d agents)", self.model.rowCount())
         if agent_id is not None:
             self.panel.select(agent_id)
 

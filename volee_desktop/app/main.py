@@ -197,6 +197,11 @@ class AppSession:
                 link = await self._connect_or_embed()
                 await self.controller.attach(link)
                 self.link = link
+                log.info(
+                    "connected to the volee daemon (%s; %d agents)",
+                    "inside the app" if self.embedded else "a separate process",
+                    len(self.controller.live.registry.agents),
+                )
                 return
             except Exception as exc:
                 log.warning("no volee daemon yet: %s", exc)
