@@ -1,0 +1,1 @@
+"""Tests of the pure domain model (volee_desktop.core)."""
