@@ -358,7 +358,8 @@ def restart_words(why: str, delay: float, attempt: int, budget: int) -> str:
 
 def budget_spent_words(budget: int) -> str:
     """The reason of a run that is not restarted again."""
-    return f"not restarted again after {budget} automatic restarts in a row (reply to continue)"
+    restarts = "restart" if budget == 1 else "restarts"
+    return f"not restarted again after {budget} automatic {restarts} in a row (reply to continue)"
 
 
 def _schedule(
