@@ -138,6 +138,7 @@ class Daemon:
         self.agents = AgentsRunner(self)
         self.agents.install()
         from . import discovery, recovery  # noqa: F401  (register the discovery loop, recovery)
+        from . import missions  # noqa: F401  (register the missions runner)
 
         for extend in RUNNER_FACTORIES:
             await extend(self)

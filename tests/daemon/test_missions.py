@@ -1,0 +1,259 @@
+"""The missions runner in a real in-process daemon: real git, fake-harness agents, fake GitHub."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import keyring
+import pytest
+
+from tests.fakes.fake_github import FakeGitHub, MemoryKeyring
+from volee_desktop.core.model import MissionStatus, Verdict
+from volee_desktop.core.states import AgentState
+from volee_desktop.daemon.main import Daemon
+from volee_desktop.ipc.protocol import IpcError
+from volee_desktop.ipc.server import Connection
+from volee_desktop.paths import dirs
+
+from .gitrepos import git, make_repo
+
+FAKE_CLAUDE = Path(__file__).resolve().parents[1] / "fakes" / "fake-claude"
+T = TypeVar("T")
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="vm", dir="/tmp")).resolve()
+    monkeypatch.setenv("VOLEE_CLAUDE_BIN", str(FAKE_CLAUDE))
+    monkeypatch.setenv("FAKE_HARNESS_HOME", str(path / "fh"))
+    monkeypatch.setenv("FAKE_PYTHON", sys.executable)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
+    server = FakeGitHub(token="ghp_secret").start()
+    previous = keyring.get_keyring()
+    store = MemoryKeyring()
+    store.set_password("volee", "github", "ghp_secret")
+    keyring.set_keyring(store)
+    monkeypatch.setenv("VOLEE_GITHUB_API", server.url)
+    yield server
+    keyring.set_keyring(previous)
+    server.close()
+
+
+@pytest.fixture
+async def daemon(root: Path) -> AsyncIterator[Daemon]:
+    d = await Daemon.start(dirs())
+    yield d
+    # Stop every agent's host: they are real processes.
+    for agent in list(d.service.registry.agents.values()):
+        if agent.state.live:
+            try:
+                await d.agents.stop(agent, reason="test over")
+            except Exception:
+                pass
+    await d.close()
+
+
+async def call(d: Daemon, method: str, **params: Any) -> Any:
+    return await d.api(cast(Connection, None), method, params)
+
+
+async def until(check: Callable[[], T | Awaitable[T]], what: str, timeout: float = 20.0) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return cast(T, value)
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+def status(d: Daemon, mission: str) -> MissionStatus:
+    return d.service.registry.missions[mission].status
+
+
+async def start_mission(d: Daemon, repo: Path, kind: str = "change") -> tuple[str, str]:
+    view = await call(
+        d, "missions.create", goal="add two files", kind=kind, repositories=[str(repo)]
+    )
+    mission = view["id"]
+    coordinator = view["coordinator"]
+    assert coordinator
+    await until(
+        lambda: d.service.registry.agents[coordinator].state is AgentState.DONE,
+        "the coordinator read its brief",
+    )
+    return mission, coordinator
+
+
+COMMIT = "RUN: echo {n} > {n}.txt && git add {n}.txt && git commit -qm {n}"
+
+
+async def spawn(d: Daemon, coordinator: str, prompt: str) -> str:
+    view = await call(d, "missions.spawn_worker", agent=coordinator, prompt=prompt, verbatim=True)
+    return cast(str, view["id"])
+
+
+async def test_a_change_mission_without_a_remote_runs_to_approval_merges_and_closes(
+    root: Path, daemon: Daemon
+) -> None:
+    repo = make_repo(root, remote=False)
+    mission, coordinator = await start_mission(daemon, repo)
+    w1 = await spawn(daemon, coordinator, COMMIT.format(n="one"))
+    w2 = await spawn(daemon, coordinator, COMMIT.format(n="two"))
+    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    m = daemon.service.registry.missions[mission]
+    assert {m.assessments[w].verdict for w in (w1, w2)} == {Verdict.DELIVERED}
+    assert m.report_requested
+    # The coordinator was told each verdict and asked for its report, in the mission thread.
+    shown = await call(daemon, "missions.show", mission=mission)
+    bodies = [msg["body"] for msg in shown["messages"] if msg["sender"] == "volee"]
+    assert sum("present your report" in b for b in bodies) == 1
+    assert sum("delivered" in b for b in bodies) >= 2
+
+    with pytest.raises(IpcError, match="only the coordinator"):
+        await call(daemon, "missions.request_approval", agent=w1, body="me?")
+    report = await call(
+        daemon, "missions.request_approval", agent=coordinator, body="both files added"
+    )
+    assert status(daemon, mission) is MissionStatus.AWAITING_APPROVAL
+    assert daemon.service.registry.missions[mission].report == report["message"]
+
+    await call(daemon, "missions.answer", mission=mission, option="approve")
+    await until(lambda: status(daemon, mission) is MissionStatus.CLOSED, "closed")
+    assert (repo / "one.txt").exists()
+    assert (repo / "two.txt").exists()
+    log = git(repo, "log", "--oneline", "main")
+    assert log.count("Merge volee/") == 2
+    for w in (w1, w2):
+        assert daemon.service.registry.agents[w].held_for_good
+
+
+async def test_a_different_answer_goes_back_to_reporting(root: Path, daemon: Daemon) -> None:
+    repo = make_repo(root, remote=False)
+    mission, coordinator = await start_mission(daemon, repo)
+    await spawn(daemon, coordinator, COMMIT.format(n="one"))
+    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    await call(daemon, "missions.request_approval", agent=coordinator, body="done")
+    with pytest.raises(IpcError, match="not an option"):
+        await call(daemon, "missions.answer", mission=mission, option="yes please")
+    view = await call(daemon, "missions.answer", mission=mission, text="add a test first")
+    assert view["status"] == "reporting"
+    assert "add a test first" in view["reason"]
+    assert "one.txt" not in git(repo, "ls-files")
+    shown = await call(daemon, "missions.show", mission=mission)
+    told = [m for m in shown["messages"] if "did not approve" in m["body"]]
+    assert told
+    assert list(told[0]["recipients"]) == [coordinator]
+
+
+async def test_an_analysis_mission_completes_from_a_report_message(
+    root: Path, daemon: Daemon
+) -> None:
+    folder = root / "notes"
+    folder.mkdir()
+    mission, coordinator = await start_mission(daemon, folder, kind="analysis")
+    worker = await spawn(daemon, coordinator, "look around")
+    await until(lambda: daemon.service.registry.agents[worker].state is AgentState.DONE, "done")
+    await until(
+        lambda: daemon.service.registry.missions[mission].assessments.get(worker),
+        "a verdict",
+    )
+    assert (
+        daemon.service.registry.missions[mission].assessments[worker].verdict
+        is Verdict.NOT_DELIVERED
+    )
+    await call(
+        daemon,
+        "messages.post",
+        sender=worker,
+        to=[coordinator],
+        body="found 3 issues",
+        kind="report",
+    )
+    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    await call(daemon, "missions.request_approval", agent=coordinator, body="3 issues")
+    await call(daemon, "missions.answer", mission=mission, option="approve")
+    assert status(daemon, mission) is MissionStatus.CLOSED
+
+
+async def test_with_a_bare_remote_and_github_the_pull_request_is_the_evidence(
+    root: Path, daemon: Daemon, github: FakeGitHub
+) -> None:
+    repo = make_repo(root, slug="acme/widget")
+    mission, coordinator = await start_mission(daemon, repo)
+    worker = await spawn(
+        daemon,
+        coordinator,
+        COMMIT.format(n="one") + " && git push -q -u origin HEAD",
+    )
+    await until(
+        lambda: daemon.service.registry.missions[mission].assessments.get(worker), "a verdict"
+    )
+    first = daemon.service.registry.missions[mission].assessments[worker]
+    assert first.verdict is Verdict.NOT_DELIVERED
+    assert first.reason == "no pull request"
+    agent = daemon.service.registry.agents[worker]
+    tip = git(repo, "rev-parse", agent.branch or "")
+    github.open_pr("acme", "widget", agent.branch or "", tip)
+    await call(daemon, "missions.check", mission=mission)
+    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    await call(daemon, "missions.request_approval", agent=coordinator, body="PR #1")
+    await call(daemon, "missions.answer", mission=mission, option="approve")
+    await until(lambda: status(daemon, mission) is MissionStatus.CLOSED, "closed")
+    assert ("PUT", "/repos/acme/widget/pulls/1/merge") in github.requests
+
+
+async def test_routing_is_enforced_on_posted_messages(root: Path, daemon: Daemon) -> None:
+    repo = make_repo(root, remote=False)
+    _mission, coordinator = await start_mission(daemon, repo)
+    stranger = await call(
+        daemon, "agents.spawn", harness="claude", prompt="hello", cwd=str(root), name="stranger"
+    )
+    with pytest.raises(IpcError, match="may not write"):
+        await call(daemon, "messages.post", sender=stranger["id"], to=[coordinator], body="hi")
+    posted = await call(daemon, "messages.post", sender=coordinator, to=["human"], body="hello")
+    read = await call(daemon, "messages.read", agent="human")
+    assert [m["id"] for m in read] == [posted["message"]]
+    assert await call(daemon, "messages.read", agent="human") == []
+
+
+async def test_tidy_removes_only_delivered_worktrees_and_keeps_branches(
+    root: Path, daemon: Daemon
+) -> None:
+    repo = make_repo(root, remote=False)
+    mission, coordinator = await start_mission(daemon, repo)
+    w1 = await spawn(daemon, coordinator, COMMIT.format(n="one"))
+    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    plan = await call(daemon, "tidy", dry_run=True)
+    entry = next(e for e in plan if e["agent"] == w1)
+    assert not entry["removable"]
+    assert any("not delivered" in m for m in entry["missing"])
+    await call(daemon, "missions.request_approval", agent=coordinator, body="ok")
+    await call(daemon, "missions.answer", mission=mission, option="approve")
+    await until(lambda: status(daemon, mission) is MissionStatus.CLOSED, "closed")
+    agent = daemon.service.registry.agents[w1]
+    assert agent.worktree
+    plan = await call(daemon, "tidy", dry_run=True)
+    entry = next(e for e in plan if e["agent"] == w1)
+    assert entry["removable"], entry["missing"]
+    assert Path(agent.worktree).is_dir()
+    done = await call(daemon, "tidy")
+    assert next(e for e in done if e["agent"] == w1)["removed"]
+    assert not Path(agent.worktree).exists()
+    assert git(repo, "branch", "--list", agent.branch or "")
