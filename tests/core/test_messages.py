@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from volee_desktop.core import events as ev
 from volee_desktop.core.model import HUMAN, VOLEE, MessageKind, Receipt, ThreadKind
 
@@ -143,3 +145,19 @@ def test_thread_opened_refusals() -> None:
     assert "th_ ULID" in (when(registry, thread("th_1")) or "")
     opened = ev.ThreadOpened(at=T0, thread=thread_id(2), kind=ThreadKind.MISSION, mission=M1)
     assert "unknown mission" in (when(registry, opened) or "")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="registry._a_delivered overwrites delivered_at (fix reported: keep the first)",
+)
+def test_a_receipt_keeps_its_first_delivery() -> None:
+    # Delivered again later (a retry, a second device): the message was delivered at first
+    # delivery, and never read before it was delivered.
+    registry = given(registered(A1), thread(), posted(message_id(1), HUMAN, A1))
+    accepted(registry, ev.MessageDelivered(at=T0 + 1, message=message_id(1), recipient=A1))
+    accepted(registry, ev.MessageRead(at=T0 + 2, message=message_id(1), recipient=A1))
+    accepted(registry, ev.MessageDelivered(at=T0 + 3, message=message_id(1), recipient=A1))
+    assert registry.messages[message_id(1)].receipts[A1] == Receipt(
+        delivered_at=T0 + 1, read_at=T0 + 2
+    )
