@@ -168,7 +168,14 @@ class AgentsRunner:
         record = self.record_of(agent.id)
         old = await asyncio.to_thread(_read_quietly, record)
         if old is not None and host_alive(old):
-            raise Refused(f"agent {agent.name} already runs in host {old.host_pid}")
+            if old.exit is None:
+                raise Refused(f"agent {agent.name} already runs in host {old.host_pid}")
+            # Its program ended; the host only lingers for late attachers: let it go now.
+            if not await asyncio.to_thread(_end_linger, old, self.socket_of(agent.id)):
+                raise Refused(
+                    f"the old host {old.host_pid} of agent {agent.name} does not go away; "
+                    "try again in a few seconds"
+                )
         self._starting.add(agent.id)
         try:
             files = self.files_of(agent.id)
@@ -695,6 +702,20 @@ def make_worktree(cwd: Path, name: str) -> tuple[str, str, str]:
     if proc.returncode != 0:
         raise Refused(f"git worktree add failed: {proc.stderr.strip()}")
     return top, str(path), branch
+
+
+def _end_linger(record: HostRecord, socket: Path, timeout: float = 5.0) -> bool:
+    """Ask a host whose program has ended to exit now; True once it is gone."""
+    try:
+        HostClient(record.socket or socket, timeout=2.0).close()
+    except (HostsError, OSError) as exc:
+        log.info("host %d would not close (%s); waiting for its linger", record.host_pid, exc)
+    deadline = time.monotonic() + timeout
+    while host_alive(record):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def _read_quietly(path: Path) -> HostRecord | None:

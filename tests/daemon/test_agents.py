@@ -1,0 +1,481 @@
+"""Agents in hosts, in-process daemon + real hosts running the fake Claude Code.
+
+The fake (tests/fakes/fake-claude) fires real-shaped hooks through the real ``volee hook``
+shim, so each test goes: IPC call -> host -> fake harness -> hook shim -> daemon intake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from volee_desktop.core import events as ev
+from volee_desktop.core.model import Agent
+from volee_desktop.core.states import AgentState
+from volee_desktop.daemon.agents import allowed_env
+from volee_desktop.daemon.main import Daemon
+from volee_desktop.hosts.launcher import HostClient
+from volee_desktop.hosts.records import HostRecord, host_alive, program_alive, read_record
+from volee_desktop.ipc.aclient import AsyncClient
+from volee_desktop.ipc.protocol import IpcError
+from volee_desktop.paths import dirs
+from volee_desktop.store.codec import decode_event
+
+FAKE_CLAUDE = Path(__file__).resolve().parents[1] / "fakes" / "fake-claude"
+
+
+class Rig:
+    """A daemon, a client of it, a project folder and the fake harness's home."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.project = root / "p"
+        self.project.mkdir()
+        self.harness_home = root / "fh"
+        self.daemon: Daemon | None = None
+        self.client: AsyncClient | None = None
+
+    @property
+    def d(self) -> Daemon:
+        assert self.daemon is not None
+        return self.daemon
+
+    async def start(self) -> None:
+        self.daemon = await Daemon.start(dirs())
+        self.client = await AsyncClient.connect(self.d.dirs.socket)
+
+    async def restart(self) -> None:
+        await self.close()
+        await self.start()
+
+    async def close(self) -> None:
+        if self.client is not None:
+            await self.client.close()
+            self.client = None
+        if self.daemon is not None:
+            await self.daemon.close()
+            self.daemon = None
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = allowed_env(dict(os.environ))
+        env["FAKE_HARNESS_HOME"] = str(self.harness_home)
+        env.update(extra)
+        return env
+
+    async def call(self, method: str, **params: Any) -> Any:
+        assert self.client is not None
+        return await self.client.call(method, params, timeout=30)
+
+    async def spawn(self, prompt: str | None = "hello", **params: Any) -> dict[str, Any]:
+        params.setdefault("cwd", str(self.project))
+        params.setdefault("env", self.env())
+        result: dict[str, Any] = await self.call("agents.spawn", prompt=prompt, **params)
+        return result
+
+    def agent(self, agent_id: str) -> Agent:
+        return self.d.service.registry.agents[agent_id]
+
+    async def wait(
+        self, agent_id: str, check: Callable[[Agent], bool], what: str, timeout: float = 15
+    ) -> Agent:
+        deadline = time.monotonic() + timeout
+        while True:
+            agent = self.d.service.registry.agents.get(agent_id)
+            if agent is not None and check(agent):
+                return agent
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out after {timeout} s waiting for {what}; agent: {agent}")
+            await asyncio.sleep(0.02)
+
+    async def wait_state(
+        self, agent_id: str, state: AgentState, detail: str | None = None
+    ) -> Agent:
+        return await self.wait(
+            agent_id,
+            lambda a: a.state is state and (detail is None or a.detail == detail),
+            f"{state} {detail or ''}",
+        )
+
+    def record(self, agent_id: str) -> HostRecord:
+        record = read_record(self.d.agents.record_of(agent_id))
+        assert record is not None
+        return record
+
+    def events(self, agent_id: str) -> list[ev.Event]:
+        decoded = (decode_event(r.type, r.version, r.payload) for r in self.d.log.read(0))
+        return [e for e in decoded if getattr(e, "agent", None) == agent_id]
+
+    def rejected(self) -> list[dict[str, Any]]:
+        folder = self.d.dirs.spool / "rejected"
+        if not folder.is_dir():
+            return []
+        return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+
+
+def _kill_hosts(state: Path) -> None:
+    """End every host a test left behind (checked by start time, so no reused pid is hit)."""
+    for path in (state / "hosts").glob("ag_*.json"):
+        record = read_record(path)
+        if record is None:
+            continue
+        try:
+            if record.program_pid is not None and program_alive(record):
+                os.killpg(record.program_pid, signal.SIGKILL)
+            if host_alive(record):
+                os.kill(record.host_pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="vt", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+async def rig(root: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Rig]:
+    monkeypatch.setenv("VOLEE_CLAUDE_BIN", str(FAKE_CLAUDE))
+    the_rig = Rig(root)
+    await the_rig.start()
+    try:
+        yield the_rig
+    finally:
+        await the_rig.close()
+        _kill_hosts(dirs().state)
+
+
+# --- the life of an agent -------------------------------------------------------------------
+
+
+async def test_spawn_works_then_is_done(rig: Rig) -> None:
+    view = await rig.spawn("RUN: echo hi > out.txt", name="runner")
+
+    agent = await rig.wait_state(view["id"], AgentState.DONE)
+
+    assert (rig.project / "out.txt").read_text() == "hi\n"
+    assert agent.name == "runner"
+    assert agent.activity == "Bash: echo hi > out.txt"
+    record = rig.record(agent.id)
+    # The session volee chose upfront is the one the hooks reported.
+    assert list(record.argv[1:3]) == ["--session-id", agent.session]
+    assert agent.pid == record.program_pid
+    states = [e.state for e in rig.events(agent.id) if isinstance(e, ev.StateChanged)]
+    assert states == [AgentState.IDLE, AgentState.WORKING, AgentState.DONE]
+
+
+async def test_permission_is_needs_input_until_answered(rig: Rig) -> None:
+    view = await rig.spawn("ASK: echo yes > asked.txt")
+    await rig.wait_state(view["id"], AgentState.NEEDS_INPUT, "permission for Bash")
+    assert not (rig.project / "asked.txt").exists()
+
+    result = await rig.call("agents.send", agent=view["name"], text="y")
+
+    assert result["resumed"] is False
+    await rig.wait_state(view["id"], AgentState.DONE)
+    assert (rig.project / "asked.txt").read_text() == "yes\n"
+    states = [e.state for e in rig.events(view["id"]) if isinstance(e, ev.StateChanged)]
+    assert states[-3:] == [AgentState.NEEDS_INPUT, AgentState.WORKING, AgentState.DONE]
+
+
+async def test_send_types_the_text_as_one_paste_then_enter(rig: Rig) -> None:
+    view = await rig.spawn(None)
+    await rig.wait_state(view["id"], AgentState.IDLE)
+
+    await rig.call("agents.send", agent=view["id"], text="line one\nline two")
+
+    await rig.wait_state(view["id"], AgentState.DONE)
+    screen = (await rig.call("agents.screen", agent=view["id"]))["text"]
+    assert 'PROMPT 1 paste=1: "line one\\nline two"' in screen
+
+
+async def test_looking_clears_done_and_a_new_task_clears_it_too(rig: Rig) -> None:
+    view = await rig.spawn("first")
+    await rig.wait_state(view["id"], AgentState.DONE)
+
+    seen = await rig.call("agents.seen", agent=view["id"])
+    assert seen["state"] == "idle"
+
+    await rig.call("agents.send", agent=view["id"], text="second")
+    await rig.wait_state(view["id"], AgentState.DONE)
+    await rig.call("agents.attach_info", agent=view["id"])
+    assert rig.agent(view["id"]).state is AgentState.IDLE
+
+
+async def test_stop_holds_and_a_message_resumes_the_same_session(rig: Rig) -> None:
+    # (The fake takes no --model: the model's pass-through is in tests/harness.)
+    view = await rig.spawn("first", permission_mode="manual")
+    agent = await rig.wait_state(view["id"], AgentState.DONE)
+    session = agent.session
+    first = rig.record(agent.id)
+
+    stopped = await rig.call("agents.stop", agent=view["id"])
+
+    assert (stopped["state"], stopped["held"]) == ("stopped", "stopped by you")
+    assert rig.record(agent.id).exit is not None
+    assert not program_alive(first)
+
+    result = await rig.call("agents.send", agent=view["id"], text="again")
+
+    assert result["resumed"] is True
+    agent = await rig.wait(
+        view["id"],
+        lambda a: a.state is AgentState.DONE and a.held is None,
+        "done after the resume, hold lifted",
+    )
+    again = rig.record(agent.id)
+    assert again.host_pid != first.host_pid
+    # Same session, same launch settings as recorded at spawn.
+    assert list(again.argv[1:3]) == ["--resume", session]
+    assert again.argv[-1] == "again"
+    assert "--permission-mode" in again.argv
+    assert again.argv[again.argv.index("--permission-mode") + 1] == "manual"
+    assert agent.session == session
+    assert agent.sessions == (session,)
+
+
+async def test_launch_settings_are_recorded_at_registration(rig: Rig) -> None:
+    env = rig.env(FAKE_MARK="42", SECRET_TOKEN="no")
+    view = await rig.spawn("RUN: echo $FAKE_MARK > mark.txt", permission_mode="manual", env=env)
+    await rig.wait_state(view["id"], AgentState.DONE)
+
+    registered = next(e for e in rig.events(view["id"]) if isinstance(e, ev.AgentRegistered))
+
+    launch = registered.launch
+    assert launch is not None
+    assert (launch.harness, launch.cwd, launch.permission_mode, launch.prompt) == (
+        "claude",
+        str(rig.project),
+        "manual",
+        "RUN: echo $FAKE_MARK > mark.txt",
+    )
+    assert launch.env["FAKE_MARK"] == "42"
+    assert "SECRET_TOKEN" not in launch.env  # only the allow-list is recorded and passed
+    assert (rig.project / "mark.txt").read_text() == "42\n"
+
+
+async def test_own_exit_is_stopped_and_held(rig: Rig) -> None:
+    view = await rig.spawn("/exit")
+
+    agent = await rig.wait_state(view["id"], AgentState.STOPPED)
+
+    assert agent.held == "you left Claude Code"
+    assert agent.detail == "you left Claude Code"
+
+
+async def test_forget_ends_the_host_and_later_hooks_are_kept_aside(rig: Rig) -> None:
+    view = await rig.spawn("first")
+    agent = await rig.wait_state(view["id"], AgentState.DONE)
+    record = rig.record(agent.id)
+
+    forgotten = await rig.call("agents.forget", agent=view["name"])
+
+    assert forgotten == {"forgotten": agent.id, "name": agent.name}
+    assert agent.id not in rig.d.service.registry.agents
+    assert not program_alive(record)
+    assert not rig.d.agents.record_of(agent.id).exists()
+    reply = await rig.d.intake.hook(
+        {"event": "Stop", "payload": json.dumps({"session_id": agent.session}), "agent": agent.id}
+    )
+    assert reply == {"accepted": False, "reason": f"agent {agent.name} was forgotten"}
+    with pytest.raises(IpcError, match="was forgotten"):
+        await rig.call("agents.send", agent=agent.id, text="hello?")
+
+
+# --- the daemon restarts; hosts live on -----------------------------------------------------
+
+
+async def test_restart_adopts_the_live_host_and_never_starts_a_second(rig: Rig) -> None:
+    view = await rig.spawn("first")
+    await rig.wait_state(view["id"], AgentState.DONE)
+    before = rig.record(view["id"])
+
+    await rig.restart()
+
+    after = rig.record(view["id"])
+    assert (after.host_pid, after.program_pid) == (before.host_pid, before.program_pid)
+    assert host_alive(after)
+    assert any(isinstance(e, ev.HostAdopted) for e in rig.events(view["id"]))
+    assert view["id"] in rig.d.agents.watchers
+    agent = rig.agent(view["id"])
+    plan = rig.d.profiles["claude"].launch(
+        agent.id,
+        agent.launch,
+        rig.d.agents.context(agent.id, "claude"),  # type: ignore[arg-type]
+    )
+    with pytest.raises(Exception, match=f"already runs in host {before.host_pid}"):
+        await rig.d.agents.start_host(agent, plan, how="launch", automatic=False)
+    with pytest.raises(IpcError, match="is running"):
+        await rig.call("agents.resume", agent=agent.id)
+    assert rig.record(view["id"]).host_pid == before.host_pid
+
+    # The adopted agent still works: a message goes into the same program.
+    await rig.call("agents.send", agent=agent.id, text="RUN: echo again > again.txt")
+    await rig.wait(
+        agent.id, lambda a: a.activity == "Bash: echo again > again.txt", "the adopted agent"
+    )
+    assert rig.record(view["id"]).program_pid == before.program_pid
+    # Stopping it after the restart ends it (the adopted watcher sees the exit).
+    await rig.call("agents.stop", agent=agent.id)
+    assert rig.record(agent.id).exit is not None
+
+
+async def test_a_host_that_ended_while_the_daemon_was_down_is_seen_at_start(rig: Rig) -> None:
+    view = await rig.spawn("first")
+    await rig.wait_state(view["id"], AgentState.DONE)
+    record = rig.record(view["id"])
+    await rig.close()
+
+    HostClient(record.socket or "").stop(5.0)
+    # The hooks of the ending program found no daemon: they were spooled.
+    await rig.start()
+
+    await rig.wait(
+        view["id"],
+        lambda a: a.state is AgentState.STOPPED and a.pid is None,
+        "stopped, and the program known to be gone",
+    )
+    assert any(isinstance(e, ev.ProgramExited) for e in rig.events(view["id"]))
+
+
+# --- worktrees ------------------------------------------------------------------------------
+
+
+async def test_worktree_spawn_runs_in_a_new_branch(rig: Rig) -> None:
+    repo = rig.project
+    for cmd in (
+        ["git", "init", "-q", "-b", "main"],
+        [
+            "git",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "user.name=t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "i",
+        ],
+    ):
+        subprocess.run(cmd, cwd=repo, check=True)
+
+    view = await rig.spawn("RUN: echo wt > wt.txt", name="wt1", worktree=True)
+
+    agent = await rig.wait_state(view["id"], AgentState.DONE)
+    tree = repo / ".claude" / "worktrees" / "wt1"
+    assert (agent.worktree, agent.branch, agent.repo, agent.cwd) == (
+        str(tree),
+        "volee/wt1",
+        str(repo),
+        str(tree),
+    )
+    assert (tree / "wt.txt").read_text() == "wt\n"
+    assert not (repo / "wt.txt").exists()
+    branch = subprocess.run(
+        ["git", "branch", "--show-current"], cwd=tree, capture_output=True, text=True, check=True
+    )
+    assert branch.stdout.strip() == "volee/wt1"
+
+    with pytest.raises(IpcError, match="already named 'wt1'"):
+        await rig.spawn("again", name="wt1", worktree=True)
+
+
+async def test_worktree_outside_a_repository_is_refused(rig: Rig) -> None:
+    with pytest.raises(IpcError, match="--worktree needs a git repository"):
+        await rig.spawn("x", worktree=True)
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+
+async def test_a_missing_cwd_is_refused(rig: Rig) -> None:
+    with pytest.raises(IpcError, match=r"directory /nonexistent/x does not exist; create it"):
+        await rig.spawn("x", cwd="/nonexistent/x")
+    assert rig.d.service.registry.agents == {}
+
+
+async def test_a_missing_binary_fails_the_agent_saying_what_to_do(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rig.d.agents.binaries["claude"] = str(rig.root / "no-claude")
+
+    with pytest.raises(IpcError, match="no-claude does not exist or cannot run; install claude"):
+        await rig.spawn("x", name="nobin")
+
+    agent = next(iter(rig.d.service.registry.agents.values()))
+    assert agent.state is AgentState.FAILED
+    assert "VOLEE_CLAUDE_BIN" in agent.detail
+
+
+async def test_a_too_old_binary_names_the_versions(rig: Rig) -> None:
+    old = rig.root / "claude-old"
+    old.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "1.0.99 (Claude Code)"; fi\n')
+    old.chmod(0o755)
+    rig.d.agents.binaries["claude"] = str(old)
+
+    with pytest.raises(IpcError, match=r"is version 1\.0\.99; volee needs 2\.1\.0 or newer"):
+        await rig.spawn("x")
+
+
+async def test_unknown_harness_is_refused(rig: Rig) -> None:
+    with pytest.raises(IpcError, match="unknown harness 'gemini'"):
+        await rig.spawn("x", harness="gemini")
+
+
+@pytest.mark.parametrize(
+    ("params", "reason"),
+    [
+        ({"event": "Stop", "payload": "{not json"}, "payload is not JSON"),
+        ({"event": "Stop", "payload": "[1]"}, "payload is not a JSON object"),
+        ({"event": "", "payload": "{}"}, "no hook event name"),
+        (
+            {"event": "Stop", "payload": json.dumps({"session_id": "nobody"})},
+            "no agent owns claude session 'nobody'",
+        ),
+        (
+            {"event": "Stop", "payload": "{}", "agent": "ag_01NOSUCHAGENT0000000000000"},
+            "unknown agent ag_01NOSUCHAGENT0000000000000",
+        ),
+    ],
+)
+async def test_bad_hook_payloads_are_kept_with_the_reason(
+    rig: Rig, params: dict[str, Any], reason: str
+) -> None:
+    reply = await rig.call("hook", key="k-1", **params)
+
+    assert reply["accepted"] is False
+    assert reason in reply["reason"]
+    kept = rig.rejected()
+    assert [k["reason"] for k in kept] == [reply["reason"]]
+    assert kept[0]["params"]["payload"] == params["payload"]
+
+
+async def test_a_payload_missing_fields_for_a_live_agent_is_kept(rig: Rig) -> None:
+    view = await rig.spawn(None)
+    await rig.wait_state(view["id"], AgentState.IDLE)
+
+    reply = await rig.call(
+        "hook", event="PreToolUse", payload=json.dumps({"tool_name": "Bash"}), agent=view["id"]
+    )
+
+    assert reply == {
+        "accepted": False,
+        "reason": "hook payload has no 'session_id' string (got None)",
+    }
+    assert rig.rejected()[0]["params"]["agent"] == view["id"]
+    # The daemon goes on: the agent still answers.
+    await rig.call("agents.send", agent=view["id"], text="RUN: true")
+    await rig.wait_state(view["id"], AgentState.DONE)
