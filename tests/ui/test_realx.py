@@ -1,0 +1,145 @@
+"""The real tray on a real X server: Xvfb + trayer (XEmbed) + dunst on a private D-Bus.
+
+The app runs as a process with QT_QPA_PLATFORM=xcb and embeds the fake daemon;
+the test drives the daemon over the real socket, clicks with xdotool, watches
+Notify calls with dbus-monitor and invokes actions with dunstctl.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from volee_desktop.core import events as ev
+from volee_desktop.core.states import AgentState
+from volee_desktop.ipc.client import Client
+from volee_desktop.paths import dirs
+from volee_desktop.store.codec import event_to_dict
+
+from . import desktop as dt
+from .fakes import FakeDaemonLink, World
+
+pytestmark = [pytest.mark.realx, pytest.mark.slow]
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+@pytest.fixture(scope="module")
+def desktop() -> Iterator[dt.Desktop]:
+    absent = dt.missing()
+    if absent:
+        pytest.skip(f"real-X tests need {', '.join(absent)} (apt: xvfb trayer dunst ...)")
+    d = dt.Desktop()
+    try:
+        yield d
+    finally:
+        d.close()
+
+
+class Driver:
+    """Pushes events to the app's embedded daemon, built with World on a scratch link."""
+
+    def __init__(self, home: Path) -> None:
+        self.socket = dirs({"VOLEE_HOME": str(home)}).socket
+        self.scratch = FakeDaemonLink()
+        self.world = World(self.scratch)
+        self.world.t = time.time()  # notifications skip facts that are old news
+
+    def send(self) -> None:
+        events = [event_to_dict(e) for _, e in self.scratch.log]
+        self.scratch.log.clear()
+        with Client.connect(self.socket) as client:
+            client.call("test.push", events=events)
+
+
+@pytest.fixture
+def fake_terminal(volee_home: Path) -> tuple[Path, Path]:
+    record = volee_home / "terminal.txt"
+    script = volee_home / "fake-terminal"
+    script.write_text(f'#!/bin/sh\necho "$@" >> {record}\n')
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script, record
+
+
+def test_tray_icon_is_embedded_and_a_click_opens_the_list(
+    desktop: dt.Desktop, volee_home: Path
+) -> None:
+    app = dt.app_proc(desktop, volee_home)
+    try:
+        app.wait_line(r"connected to the volee daemon")
+        drive = Driver(volee_home)
+        a = drive.world.agent("api-fixer", AgentState.WORKING)
+        drive.world.agent("docs-writer", AgentState.WORKING)
+        drive.world.state(a, AgentState.NEEDS_INPUT, "permission for Bash")
+        drive.send()
+        icon = dt.poll("the icon in the tray", desktop.tray_icon)
+        assert isinstance(icon, tuple)
+        x, y, w, h = icon
+        assert w >= 16, icon
+        assert h >= 16, icon
+        # The icon is really drawn: its pixels are not the panel's flat tint.
+        shot = desktop.screenshot(ARTIFACTS / "realx-tray.png")
+        from PySide6.QtGui import QImage
+
+        image = QImage(str(shot))
+        colours = {image.pixel(x + i, y + j) for i in range(w) for j in range(h)}
+        assert len(colours) > 8, "the tray icon area is blank"
+        desktop.click(x + w // 2, y + h // 2)
+        app.wait_line(r"agent list shown \(2 agents\)")
+        dt.poll("the list window", lambda: desktop.visible("agents"))
+        desktop.screenshot(ARTIFACTS / "realx-tray-list.png")
+    finally:
+        app.kill()
+
+
+def test_real_notifications_once_with_an_action_that_opens_the_agent_and_none_for_a_stop(
+    desktop: dt.Desktop, volee_home: Path, fake_terminal: tuple[Path, Path]
+) -> None:
+    script, record = fake_terminal
+    app = dt.app_proc(desktop, volee_home, TERMINAL=str(script))
+    desktop.run("dunstctl", "close-all")
+    before = len(desktop.notifies())
+    try:
+        app.wait_line(r"connected to the volee daemon")
+        drive = Driver(volee_home)
+        w = drive.world
+        fixer = w.agent("api-fixer", AgentState.WORKING)
+        writer = w.agent("docs-writer", AgentState.WORKING)
+        w.state(fixer, AgentState.NEEDS_INPUT, "permission for Bash")
+        drive.send()
+        dt.poll("a Notify for api-fixer", lambda: len(desktop.notifies()) > before)
+        app.wait_line(r"notification: api-fixer — permission for Bash")
+
+        # Invoking its default action (dunst's "Open") opens that agent: in the terminal.
+        desktop.run("dunstctl", "action", "0")
+        app.wait_line(rf"notification action Open on {fixer}")
+        app.wait_line(rf"opened agent {fixer} in a terminal")
+        dt.poll("the terminal to start", record.exists)
+        assert f"attach {fixer}" in record.read_text()
+
+        # The person stops docs-writer; its program dies of the stop: no notification.
+        w.link.push(ev.StopRequested(at=w.tick(), agent=writer))
+        w.state(writer, AgentState.FAILED, "killed by SIGTERM")
+        w.state(writer, AgentState.STOPPED, "stopped by you")
+        # A marker that does notify, so that we know the stop had its chance.
+        marker = w.agent("marker", AgentState.WORKING)
+        w.state(marker, AgentState.LOST, "its process vanished")
+        drive.send()
+        app.wait_line(r"notification: marker was lost")
+        dt.poll("the marker's Notify", lambda: len(desktop.notifies()) >= before + 2)
+        calls = desktop.notifies()[before:]
+        titles = [c[2] if len(c) > 2 else "" for c in calls]  # app, icon, summary, body
+        assert titles == ["api-fixer", "marker was lost"], calls
+        assert not any("docs-writer" in " ".join(c) for c in calls)
+        desktop.screenshot(ARTIFACTS / "realx-notification.png")
+    finally:
+        app.kill()
+
+
+def test_display_is_private(desktop: dt.Desktop) -> None:
+    assert desktop.display != os.environ.get("DISPLAY")
