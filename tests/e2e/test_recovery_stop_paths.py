@@ -12,13 +12,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.e2e.recovery_rig import Rig, wait_until
 from volee_desktop.core import events as ev
 from volee_desktop.core.ids import MISSION
 from volee_desktop.core.model import MissionKind, MissionStatus
 from volee_desktop.daemon.ids import fresh
 from volee_desktop.hosts.records import HostRecord, host_alive
-
-from tests.e2e.recovery_rig import Rig, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
