@@ -67,6 +67,7 @@ class Fake:
         self.settings: str | None = None
         self.permission_mode = "default"
         self.no_hooks = False
+        self.mcp_config: str | None = None
         self.prompt: str | None = None
         self._parse(args)
         self.cwd = os.getcwd()
@@ -93,6 +94,8 @@ class Fake:
                 self.settings = next(it)
             elif arg == "--permission-mode":
                 self.permission_mode = next(it)
+            elif arg == "--mcp-config":
+                self.mcp_config = next(it)
             elif arg == "--no-hooks":
                 self.no_hooks = True
             elif arg.startswith("--"):

@@ -35,6 +35,8 @@ def test_launch_chooses_the_session_and_writes_the_hooks_file() -> None:
         "11111111-2222-4333-8444-555555555555",
         "--settings",
         settings,
+        "--mcp-config",
+        "/state/agents/ag_1/mcp.json",
         "--permission-mode",
         "acceptEdits",
         "fix it",
@@ -45,6 +47,17 @@ def test_launch_chooses_the_session_and_writes_the_hooks_file() -> None:
     command = hooks["PreToolUse"][0]["hooks"][0]["command"]
     assert command == "/usr/bin/python3 -m volee_desktop.cli hook PreToolUse"
     assert hooks["PreToolUse"][0]["matcher"] == "*"
+
+
+def test_launch_adds_volees_mcp_server_knowing_its_agent() -> None:
+    plan = ClaudeProfile().launch("ag_1", S, context("/opt/claude"))
+
+    config = json.loads(plan.files["/state/agents/ag_1/mcp.json"])["mcpServers"]["volee"]
+    assert config["command"] == "/usr/bin/python3"
+    assert config["args"] == ["-m", "volee_desktop.cli", "mcp"]
+    assert config["env"] == {"VOLEE_AGENT": "ag_1"}
+    allowed = json.loads(plan.files["/state/agents/ag_1/claude-settings.json"])["permissions"]
+    assert allowed == {"allow": ["mcp__volee"]}
 
 
 def test_resume_keeps_the_recorded_settings() -> None:
@@ -62,9 +75,9 @@ def test_resume_keeps_the_recorded_settings() -> None:
     assert plan.argv[:3] == ("claude", "--resume", "sess-1")
     assert plan.argv[-1] == "next"
     assert "first task" not in plan.argv
-    assert plan.argv[5:7] == ("--permission-mode", "manual")
-    assert plan.argv[7:9] == ("--model", "opus")
-    assert plan.argv[9:11] == ("--add-dir", "/x")
+    assert plan.argv[7:9] == ("--permission-mode", "manual")
+    assert plan.argv[9:11] == ("--model", "opus")
+    assert plan.argv[11:13] == ("--add-dir", "/x")
     assert plan.env == {"HOME": "/h"}
     assert plan.session_id == "sess-1"
 

@@ -439,9 +439,10 @@ EXTENSIONS: list[Any] = []
 
 
 def _add_builtin_extensions() -> None:
-    from . import recovery
+    from . import missions, recovery
 
     EXTENSIONS.append(recovery.extend)  # daemon install|uninstall
+    EXTENSIONS.append(missions.extend)  # mission, tidy, mcp
 
 
 _add_builtin_extensions()

@@ -49,6 +49,23 @@ def hooks_settings(volee: tuple[str, ...]) -> dict[str, Any]:
     return {"hooks": hooks}
 
 
+MCP_SERVER = "volee"
+
+
+def mcp_config(volee: tuple[str, ...], agent_id: str) -> dict[str, Any]:
+    """The ``--mcp-config`` document: volee's MCP server (``volee mcp``), knowing its agent."""
+    return {
+        "mcpServers": {
+            MCP_SERVER: {
+                "type": "stdio",
+                "command": volee[0],
+                "args": [*volee[1:], "mcp"],
+                "env": {"VOLEE_AGENT": agent_id},
+            }
+        }
+    }
+
+
 class ClaudeProfile:
     """The Claude Code profile."""
 
@@ -58,19 +75,27 @@ class ClaudeProfile:
     min_version: str | None = "2.1.0"
 
     def _common(
-        self, settings: LaunchSettings, ctx: LaunchContext
+        self, settings: LaunchSettings, ctx: LaunchContext, agent_id: str
     ) -> tuple[list[str], dict[str, str]]:
         settings_path = f"{ctx.files_dir}/claude-settings.json"
-        argv = [ctx.binary or "claude", "--settings", settings_path]
+        mcp_path = f"{ctx.files_dir}/mcp.json"
+        # --mcp-config takes several values: the next option ends them (never the prompt).
+        argv = [ctx.binary or "claude", "--settings", settings_path, "--mcp-config", mcp_path]
         argv += ["--permission-mode", settings.permission_mode or DEFAULT_PERMISSION_MODE]
         if settings.model:
             argv += ["--model", settings.model]
         argv += list(settings.argv)
-        files = {settings_path: json.dumps(hooks_settings(ctx.volee), indent=2)}
+        document = hooks_settings(ctx.volee)
+        # volee's own tools never wait for a permission prompt.
+        document["permissions"] = {"allow": [f"mcp__{MCP_SERVER}"]}
+        files = {
+            settings_path: json.dumps(document, indent=2),
+            mcp_path: json.dumps(mcp_config(ctx.volee, agent_id), indent=2),
+        }
         return argv, files
 
     def launch(self, agent_id: str, settings: LaunchSettings, ctx: LaunchContext) -> LaunchPlan:
-        argv, files = self._common(settings, ctx)
+        argv, files = self._common(settings, ctx, agent_id)
         argv[1:1] = ["--session-id", ctx.session_id]
         if settings.prompt:
             argv.append(settings.prompt)
@@ -84,7 +109,7 @@ class ClaudeProfile:
         prompt: str | None,
         ctx: LaunchContext,
     ) -> LaunchPlan:
-        argv, files = self._common(settings, ctx)
+        argv, files = self._common(settings, ctx, agent_id)
         argv[1:1] = ["--resume", session]
         if prompt:
             argv.append(prompt)

@@ -1,0 +1,184 @@
+"""``volee mission create|ls|show|answer``, ``volee tidy [--dry-run]`` and ``volee mcp``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..paths import dirs
+from .commands import CliError, ago, call, connect, emit_json
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> Any:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    raise RuntimeError("volee's parser has no sub-commands to extend")
+
+
+def extend(parser: argparse.ArgumentParser) -> None:
+    """Add ``mission``, ``tidy`` and ``mcp`` to volee's parser."""
+    sub = _subcommands(parser)
+    mission = sub.add_parser("mission", help="missions: a goal, a coordinator, its workers")
+    msub = mission.add_subparsers(dest="mission_command", metavar="ACTION", required=True)
+
+    p = msub.add_parser("create", help="start a mission (spawns its coordinator); prints its id")
+    p.add_argument("--goal", required=True)
+    p.add_argument("--kind", choices=["change", "analysis"], default="change")
+    p.add_argument("--repo", action="append", required=True, metavar="PATH", dest="repos")
+    p.add_argument("--workers", type=int, metavar="N", help="how many workers to spawn")
+    p.add_argument("--harness", choices=["claude", "codex", "pi", "generic"], default="claude")
+    p.add_argument("--model")
+    p.add_argument("--permission-mode", dest="permission_mode")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_create)
+
+    p = msub.add_parser("ls", help="missions, newest first")
+    p.add_argument("--all", action="store_true", help="also missions that are over")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_ls)
+
+    p = msub.add_parser("show", help="a mission: workers, verdicts, messages")
+    p.add_argument("mission", metavar="MISSION")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_show)
+
+    p = msub.add_parser("answer", help="answer the coordinator's report (--option or a text)")
+    p.add_argument("mission", metavar="MISSION")
+    p.add_argument("--option", help="one of the report's options (the approving one merges)")
+    p.add_argument("text", nargs="*", metavar="TEXT")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_answer)
+
+    p = sub.add_parser("tidy", help="remove worktrees whose work is delivered (branches kept)")
+    p.add_argument("--dry-run", action="store_true", dest="dry_run")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_tidy)
+
+    p = sub.add_parser("mcp", help="(harnesses start this) volee's MCP server on stdio")
+    p.set_defaults(func=cmd_mcp)
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    from ..daemon.agents import allowed_env
+
+    if args.workers is not None and args.workers < 1:
+        raise CliError(f"--workers must be at least 1 (got {args.workers})")
+    params: dict[str, Any] = {
+        "goal": args.goal,
+        "kind": args.kind,
+        "repositories": [str(Path(r).expanduser().absolute()) for r in args.repos],
+        "workers": args.workers,
+        "harness": args.harness,
+        "model": args.model,
+        "permission_mode": args.permission_mode,
+        "env": allowed_env(dict(os.environ)),
+    }
+    view = call(args, "missions.create", **{k: v for k, v in params.items() if v is not None})
+    if args.json:
+        emit_json(view)
+    else:
+        print(view["id"])
+    return 0
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    missions = call(args, "missions.list", all=args.all)
+    if args.json:
+        emit_json(missions)
+        return 0
+    if not missions:
+        print("no missions yet: `volee mission create --goal … --repo PATH` starts one")
+        return 0
+    now = time.time()
+    for m in missions:
+        workers = [a for a in m["agents"] if a["role"] == "worker"]
+        print(
+            f"{m['status']:<17} {m['id']}  {m['kind']:<8} {len(workers)} worker(s)  "
+            f"{ago(now - m['updated_at'])} ago  {m['goal'][:60]}"
+        )
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    m = call(args, "missions.show", mission=args.mission)
+    if args.json:
+        emit_json(m)
+        return 0
+    print(f"mission {m['id']} ({m['kind']}): {m['status']}")
+    if m.get("reason"):
+        print(f"  why: {m['reason']}")
+    print(f"  goal: {m['goal']}")
+    print(f"  repositories: {', '.join(m['repositories'])}")
+    assessments = m.get("assessments") or {}
+    for a in m["agents"]:
+        verdict = assessments.get(a["id"])
+        said = f"  {verdict['verdict']}: {verdict['reason']}" if verdict else ""
+        print(f"  {a['role']:<11} {a['name']:<24} {a['state']:<11}{said}")
+    if m.get("messages"):
+        print("messages:")
+    for msg in m.get("messages", []):
+        stamp = time.strftime("%H:%M:%S", time.localtime(msg["at"]))
+        to = ", ".join(msg["recipient_names"])
+        print(f"  {stamp} {msg['sender_name']} -> {to} [{msg['kind']}] {msg['body']}")
+        if msg.get("options"):
+            print(
+                f"           options: {', '.join(msg['options'])} (approving: {msg['approving']})"
+            )
+    if m["status"] == "awaiting-approval":
+        print(f"answer with: volee mission answer {m['id']} --option OPTION  (or a text)")
+    return 0
+
+
+def cmd_answer(args: argparse.Namespace) -> int:
+    text = " ".join(args.text) or None
+    if args.option is None and text is None:
+        raise CliError("answer with --option OPTION or a text")
+    params: dict[str, Any] = {"mission": args.mission}
+    if args.option is not None:
+        params["option"] = args.option
+    if text is not None:
+        params["text"] = text
+    view = call(args, "missions.answer", **params)
+    if args.json:
+        emit_json(view)
+    else:
+        print(
+            f"mission {view['id']}: {view['status']}"
+            + (f" ({view['reason']})" if view.get("reason") else "")
+        )
+    return 0
+
+
+def cmd_tidy(args: argparse.Namespace) -> int:
+    with connect(dirs(), timeout=300.0) as client:
+        entries = client.call("tidy", dry_run=args.dry_run)
+    if args.json:
+        emit_json(entries)
+        return 0
+    if not entries:
+        print("no worktrees to tidy")
+        return 0
+    for e in entries:
+        if e["removed"]:
+            print(f"removed  {e['worktree']} ({e['name']}; branch {e['branch']} kept)")
+        elif e["removable"]:
+            print(f"would remove  {e['worktree']} ({e['name']}; branch {e['branch']} kept)")
+        else:
+            print(f"kept     {e['worktree']} ({e['name']}): {'; '.join(e['missing'])}")
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from ..mcp.server import run
+
+    try:
+        return run()
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        sys.stdout.flush()
