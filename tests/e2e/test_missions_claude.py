@@ -1,0 +1,98 @@
+"""A mission whose coordinator is the REAL Claude Code (fake model API) calling volee MCP tools.
+
+The fake model turns ``MCP: <tool> <json>`` lines into tool calls: the coordinator's brief
+carries a ``post_message`` call, and a later message a ``present_report`` call.  The worker
+is a plain command that reports through IPC; the human answers with ``volee mission answer``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from tests.e2e.recovery_rig import Rig
+from tests.fakes.fake_anthropic import FakeAnthropic
+from tests.fakes.harness_env import claude_env
+from volee_desktop.ipc.client import Client
+from volee_desktop.paths import dirs
+
+pytestmark = [pytest.mark.e2e, pytest.mark.claude, pytest.mark.timeout(120)]
+T = TypeVar("T")
+
+
+def wait_until(what: str, check: Callable[[], T], timeout: float) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def rig(real_claude: Path) -> Iterator[Rig]:
+    r = Rig()
+    r.env["VOLEE_CLAUDE_BIN"] = str(real_claude)
+    yield r
+    r.close()
+
+
+def show(rig: Rig, mission: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(rig.volee("mission", "show", mission, "--json"))
+    return data
+
+
+def test_a_real_claude_coordinator_posts_and_presents_its_report_through_mcp(
+    rig: Rig, real_fake_anthropic: FakeAnthropic
+) -> None:
+    server = real_fake_anthropic
+    rig.env.update(claude_env(rig.root / "h", server.port, rig.project))
+    post = json.dumps({"to": ["human"], "body": "hello from the coordinator"})
+    goal = f"survey the project\nMCP: mcp__volee__post_message {post}"
+    mission = rig.volee(
+        "mission", "create", "--goal", goal, "--kind", "analysis", "--repo", str(rig.project)
+    ).strip()
+    view = show(rig, mission)
+    coordinator = view["coordinator"]
+    wait_until(
+        "the coordinator's message through MCP",
+        lambda: any(
+            m["sender"] == coordinator and m["body"] == "hello from the coordinator"
+            for m in show(rig, mission)["messages"]
+        ),
+        60,
+    )
+
+    # A worker: a plain command that ends at once and reports through IPC.
+    worker = rig.volee(
+        "spawn", "--harness", "generic", "--mission", mission, "--role", "worker",
+        "--name", "surveyor", "--", "sh", "-c", "exit 0",
+    ).strip()  # fmt: skip
+    rig.wait_state("surveyor", "stopped", timeout=20)
+    with Client.connect(dirs(rig.env).socket, timeout=10) as client:
+        client.call(
+            "messages.post", sender=worker, to=[coordinator], body="all fine", kind="report"
+        )
+    wait_until("reporting", lambda: show(rig, mission)["status"] == "reporting", 30)
+
+    present = json.dumps(
+        {"body": "the survey is done", "options": ["ship", "redo"], "approving": "ship"}
+    )
+    rig.volee("send", coordinator, f"MCP: mcp__volee__present_report {present}")
+    m = wait_until(
+        "awaiting-approval",
+        lambda: (v := show(rig, mission))["status"] == "awaiting-approval" and v,
+        60,
+    )
+    report = next(msg for msg in m["messages"] if msg["id"] == m["report"])
+    assert report["sender"] == coordinator
+    assert list(report["options"]) == ["ship", "redo"]
+    rig.volee("mission", "answer", mission, "--option", "ship")
+    assert show(rig, mission)["status"] == "closed"
