@@ -273,3 +273,15 @@ def test_focus_at_release_time_drops_a_waiting_notification() -> None:
     throttle = Throttle()
     throttle.offer([notice], 100.0)
     assert throttle.flush(101.0, feed.link.registry, frozenset({notice.agent or ""})) == []
+
+
+def test_events_pushed_together_leave_together_even_when_offered_apart() -> None:
+    feed = Feed()
+    notices = [_need(feed, f"agent-{i}") for i in range(4)]
+    throttle = Throttle()
+    for i, notice in enumerate(notices):
+        throttle.offer([notice], 100.0 + i * 0.004)  # a busy machine spreads one push
+    due = throttle.next_due()
+    assert due == 100.0 + SETTLE
+    [summary] = throttle.flush(due, feed.link.registry)
+    assert summary.title == "4 agents need you"

@@ -220,12 +220,17 @@ class Throttle:
         self._hold_until = 0.0
         self._shown: deque[float] = deque()
         self._last: dict[str, float] = {}
+        self._batch_due: float | None = None
 
     def offer(self, notices: Iterable[Notice], now: float) -> None:
         """Queue notifications; ``flush`` shows them once due."""
         for notice in notices:
             last = self._last.get(notice.subject)
-            due = now + SETTLE
+            # Join the batch still settling, so that events pushed together leave together
+            # (a timer set for the first must not release only part of them).
+            if self._batch_due is None or self._batch_due <= now:
+                self._batch_due = now + SETTLE
+            due = self._batch_due
             if last is not None:
                 due = max(due, last + PER_SUBJECT)
             self._waiting[notice.subject] = _Waiting(notice, due)
