@@ -147,10 +147,6 @@ def test_thread_opened_refusals() -> None:
     assert "unknown mission" in (when(registry, opened) or "")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="registry._a_delivered overwrites delivered_at (fix reported: keep the first)",
-)
 def test_a_receipt_keeps_its_first_delivery() -> None:
     # Delivered again later (a retry, a second device): the message was delivered at first
     # delivery, and never read before it was delivered.

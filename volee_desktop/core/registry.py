@@ -9,8 +9,8 @@ to validate a batch against before the batch is durable.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
 
 from . import events as ev
 from .ids import AGENT, MESSAGE, MISSION, THREAD, is_id
@@ -29,6 +29,8 @@ from .model import (
     session_key,
 )
 from .states import AgentState
+
+_T = TypeVar("_T")
 
 HELD_BY_STOP = "stopped by you"
 HELD_BY_MISSION = "mission over"
@@ -133,6 +135,27 @@ class Registry:
 
     def _put(self, agent: Agent) -> None:
         self.agents[agent.id] = agent
+
+
+_FIELDS: dict[type, frozenset[str]] = {}
+
+
+def _evolve(obj: _T, **changes: Any) -> _T:
+    """``dataclasses.replace`` without re-running ``__init__`` (replay applies a million events).
+
+    Only valid for the frozen, slot-less entities of ``model.py``, whose fields need no
+    validation: a new instance shares the old one's attribute dict, updated.
+    """
+    cls = type(obj)
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = frozenset(f.name for f in fields(cls))  # type: ignore[arg-type]
+    if not changes.keys() <= names:
+        raise TypeError(f"{cls.__name__} has no field(s) {sorted(changes.keys() - names)}")
+    new = object.__new__(cls)
+    new.__dict__.update(obj.__dict__)
+    new.__dict__.update(changes)
+    return new
 
 
 def urgency_key(agent: Agent) -> tuple[int, float, str]:
@@ -372,7 +395,7 @@ def _a_session(r: Registry, e: ev.SessionLinked) -> None:
     agent = r.agents[e.agent]
     sessions = (*(s for s in agent.sessions if s != e.session), e.session)
     r.sessions[session_key(agent.harness, e.session)] = agent.id
-    r._put(replace(agent, sessions=sessions))
+    r._put(_evolve(agent, sessions=sessions))
 
 
 def _a_state(r: Registry, e: ev.StateChanged) -> None:
@@ -388,12 +411,12 @@ def _a_state(r: Registry, e: ev.StateChanged) -> None:
     if e.state.live and e.state is not AgentState.LAUNCHING:
         changes["interrupted"] = None
         changes["action"] = None
-    r._put(replace(agent, **changes))
+    r._put(_evolve(agent, **changes))
 
 
 def _a_activity(r: Registry, e: ev.ActivityRecorded) -> None:
     agent = r.agents[e.agent]
-    r._put(replace(agent, activity=e.activity, activity_at=e.at, last_progress_at=e.at))
+    r._put(_evolve(agent, activity=e.activity, activity_at=e.at, last_progress_at=e.at))
 
 
 def _a_workspace(r: Registry, e: ev.WorkspaceUpdated) -> None:
@@ -408,23 +431,23 @@ def _a_workspace(r: Registry, e: ev.WorkspaceUpdated) -> None:
         )
         if v is not None
     }
-    r._put(replace(agent, **changes))
+    r._put(_evolve(agent, **changes))
 
 
 def _a_location(r: Registry, e: ev.LocationChanged) -> None:
-    r._put(replace(r.agents[e.agent], location=e.location, pid=e.pid))
+    r._put(_evolve(r.agents[e.agent], location=e.location, pid=e.pid))
 
 
 def _a_model(r: Registry, e: ev.ModelChanged) -> None:
-    r._put(replace(r.agents[e.agent], model=e.model))
+    r._put(_evolve(r.agents[e.agent], model=e.model))
 
 
 def _a_context(r: Registry, e: ev.ContextUsed) -> None:
-    r._put(replace(r.agents[e.agent], context_share=e.share))
+    r._put(_evolve(r.agents[e.agent], context_share=e.share))
 
 
 def _a_delivery(r: Registry, e: ev.DeliveryUpdated) -> None:
-    r._put(replace(r.agents[e.agent], delivery=e.delivery))
+    r._put(_evolve(r.agents[e.agent], delivery=e.delivery))
 
 
 def _drop_agent(r: Registry, agent_id: str, ignore: bool) -> None:
@@ -446,34 +469,34 @@ def _a_expired(r: Registry, e: ev.AgentExpired) -> None:
 
 
 def _a_renamed(r: Registry, e: ev.AgentRenamed) -> None:
-    r._put(replace(r.agents[e.agent], name=e.name))
+    r._put(_evolve(r.agents[e.agent], name=e.name))
     r.names[e.agent] = e.name
 
 
 def _a_released(r: Registry, e: ev.SessionReleased) -> None:
     agent = r.agents[e.agent]
     r.sessions.pop(session_key(agent.harness, e.session), None)
-    r._put(replace(agent, sessions=tuple(s for s in agent.sessions if s != e.session)))
+    r._put(_evolve(agent, sessions=tuple(s for s in agent.sessions if s != e.session)))
 
 
 def _a_stop(r: Registry, e: ev.StopRequested) -> None:
     agent = r.agents[e.agent]
     held = agent.held if agent.held_for_good else (e.reason or HELD_BY_STOP)
-    r._put(replace(agent, held=held, restart=None))
+    r._put(_evolve(agent, held=held, restart=None))
 
 
 def _a_membership(r: Registry, e: ev.MembershipChanged) -> None:
     agent = r.agents[e.agent]
     if e.joined:
-        r._put(replace(agent, mission=e.mission))
+        r._put(_evolve(agent, mission=e.mission))
     elif agent.mission == e.mission:
-        r._put(replace(agent, mission=None))
+        r._put(_evolve(agent, mission=None))
 
 
 def _a_host_started(r: Registry, e: ev.HostStarted) -> None:
     agent = r.agents[e.agent]
     r._put(
-        replace(
+        _evolve(
             agent,
             host_started_at=e.at,
             location=Location.HOST,
@@ -486,36 +509,36 @@ def _a_host_started(r: Registry, e: ev.HostStarted) -> None:
 
 
 def _a_adopted(r: Registry, e: ev.HostAdopted) -> None:
-    r._put(replace(r.agents[e.agent], location=Location.HOST))
+    r._put(_evolve(r.agents[e.agent], location=Location.HOST))
 
 
 def _a_exited(r: Registry, e: ev.ProgramExited) -> None:
-    r._put(replace(r.agents[e.agent], pid=None))
+    r._put(_evolve(r.agents[e.agent], pid=None))
 
 
 def _a_interrupted(r: Registry, e: ev.InterruptionDetected) -> None:
     agent = r.agents[e.agent]
     times = (*agent.interruptions, e.at)[-INTERRUPTION_MEMORY:]
-    r._put(replace(agent, interrupted=e.cause, interruptions=times, pid=None))
+    r._put(_evolve(agent, interrupted=e.cause, interruptions=times, pid=None))
 
 
 def _a_decided(r: Registry, e: ev.RecoveryDecided) -> None:
     agent = r.agents[e.agent]
-    r._put(replace(agent, action=e.action))
+    r._put(_evolve(agent, action=e.action))
 
 
 def _a_restart_scheduled(r: Registry, e: ev.RestartScheduled) -> None:
     agent = r.agents[e.agent]
     pending = PendingRestart(due_at=e.due_at, attempt=e.attempt, budget=e.budget, reason=e.reason)
-    r._put(replace(agent, restart=pending, restarts_in_row=e.attempt))
+    r._put(_evolve(agent, restart=pending, restarts_in_row=e.attempt))
 
 
 def _a_restart_cancelled(r: Registry, e: ev.RestartCancelled) -> None:
-    r._put(replace(r.agents[e.agent], restart=None))
+    r._put(_evolve(r.agents[e.agent], restart=None))
 
 
 def _a_budget_reset(r: Registry, e: ev.RestartBudgetReset) -> None:
-    r._put(replace(r.agents[e.agent], restarts_in_row=0))
+    r._put(_evolve(r.agents[e.agent], restarts_in_row=0))
 
 
 def _a_mission_created(r: Registry, e: ev.MissionCreated) -> None:
@@ -547,17 +570,17 @@ def _a_mission_updated(r: Registry, e: ev.MissionUpdated) -> None:
         changes["report"] = e.report
     if e.report_requested is not None:
         changes["report_requested"] = e.report_requested
-    mission = replace(mission, **changes)
+    mission = _evolve(mission, **changes)
     r.missions[e.mission] = mission
     if mission.status.ended:
         for agent in r.mission_agents(mission.id):
-            r._put(replace(agent, held=HELD_BY_MISSION, held_for_good=True, restart=None))
+            r._put(_evolve(agent, held=HELD_BY_MISSION, held_for_good=True, restart=None))
 
 
 def _a_assessed(r: Registry, e: ev.WorkerAssessed) -> None:
     mission = r.missions[e.mission]
     assessment = Assessment(verdict=e.verdict, reason=e.reason, at=e.at, evidence=e.evidence)
-    r.missions[e.mission] = replace(
+    r.missions[e.mission] = _evolve(
         mission, assessments={**mission.assessments, e.agent: assessment}
     )
 
@@ -589,14 +612,16 @@ def _a_message(r: Registry, e: ev.MessagePosted) -> None:
         for recipient in e.recipients:
             agent = r.agents.get(recipient)
             if agent is not None and agent.held and not agent.held_for_good:
-                r._put(replace(agent, held=None))
+                r._put(_evolve(agent, held=None))
 
 
 def _a_delivered(r: Registry, e: ev.MessageDelivered) -> None:
     message = r.messages[e.message]
     old = message.receipts.get(e.recipient, Receipt())
-    receipts = {**message.receipts, e.recipient: replace(old, delivered_at=e.at)}
-    r.messages[e.message] = replace(message, receipts=receipts)
+    if old.delivered_at is not None:
+        return  # a receipt keeps its first delivery
+    receipts = {**message.receipts, e.recipient: _evolve(old, delivered_at=e.at)}
+    r.messages[e.message] = _evolve(message, receipts=receipts)
 
 
 def _a_read(r: Registry, e: ev.MessageRead) -> None:
@@ -604,7 +629,7 @@ def _a_read(r: Registry, e: ev.MessageRead) -> None:
     old = message.receipts.get(e.recipient, Receipt())
     delivered = old.delivered_at if old.delivered_at is not None else e.at
     receipts = {**message.receipts, e.recipient: Receipt(delivered_at=delivered, read_at=e.at)}
-    r.messages[e.message] = replace(message, receipts=receipts)
+    r.messages[e.message] = _evolve(message, receipts=receipts)
 
 
 _APPLIERS: dict[type, Callable[[Registry, Any], None]] = {
