@@ -134,6 +134,8 @@ class AppController(QObject):
         else:
             log.info("no system tray here: showing the agent list as a window")
             self.panel.show()
+            # The list, not the filter box: a blinking cursor wakes the app twice a second.
+            self.panel.view.setFocus()
 
     async def attach(self, link: DaemonLink) -> None:
         """Use ``link``: subscribe to the live feed (snapshot, then events)."""

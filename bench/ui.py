@@ -1,0 +1,231 @@
+"""Tray app figures: event -> list-model latency at 200 events/s, idle CPU and wake-ups, RSS.
+
+    .venv/bin/python bench/ui.py [--idle-seconds 60] [--events 2000] [--rate 200]
+
+1. Latency from an event leaving the daemon to the list model having applied it
+   (row moved or repainted), p50/p99, at a steady 200 events/s over 500 agents:
+   (a) in-process through FakeDaemonLink, (b) through the real IPC server and
+   ``IpcDaemonLink`` (the fake daemon in the same loop).  The daemon's own hook
+   intake is not part of it (it is built elsewhere).
+2. The real app (``run_app``, offscreen, embedded fake daemon) as a process with
+   10 live agents: CPU over ``--idle-seconds`` (target <= 0.2 % of one core)
+   and wake-ups per second (voluntary context switches).
+3. Its RSS with 10 agents and with 500 (list open); targets 100 / 160 MiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from ui import procs  # noqa: E402
+from ui.fake_daemon import FakeDaemon  # noqa: E402
+from ui.fakes import FakeDaemonLink, World  # noqa: E402
+
+from volee_desktop.core import events as ev  # noqa: E402
+from volee_desktop.core.states import AgentState  # noqa: E402
+from volee_desktop.ipc.client import Client  # noqa: E402
+from volee_desktop.paths import dirs  # noqa: E402
+from volee_desktop.store.codec import event_to_dict  # noqa: E402
+
+MiB = 1024 * 1024
+STATES = (AgentState.WORKING, AgentState.NEEDS_INPUT, AgentState.IDLE, AgentState.DONE)
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def build_agents(world: World, n: int) -> list[str]:
+    return [
+        world.agent(f"agent-{i:03d}", STATES[i % 4], "Bash: pytest", quiet=True) for i in range(n)
+    ]
+
+
+def latency(events: int, rate: float, over_ipc: bool) -> list[float]:
+    """Milliseconds from an event's push to the model having it, for each event."""
+    import qasync
+    from PySide6.QtWidgets import QApplication
+
+    from volee_desktop.app.controller import AppController, AppOptions
+
+    app = QApplication.instance() or QApplication([])
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    home = Path(tempfile.mkdtemp(prefix="vb", dir="/tmp"))
+    os.environ["VOLEE_HOME"] = str(home)
+
+    class Sink:
+        async def show(self, notice: Any, activate: Any) -> bool:
+            return True
+
+    ctl = AppController(
+        AppOptions(
+            config_path=home / "config.toml",
+            sinks=[Sink()],
+            use_tray=False,
+            terminal=lambda _a: None,
+        )
+    )
+    sent: dict[str, float] = {}
+    got: list[float] = []
+
+    def applied(agent_id: str) -> None:
+        t = sent.pop(agent_id, None)
+        if t is not None:
+            got.append((time.perf_counter() - t) * 1000)
+
+    ctl.model.agent_changed.connect(applied)
+    scratch = FakeDaemonLink()
+    world = World(scratch)
+    ids = build_agents(world, 500)
+
+    async def run() -> None:
+        daemon = None
+        if over_ipc:
+            from volee_desktop.app.link import IpcDaemonLink
+
+            daemon = FakeDaemon(dirs().socket, scratch.registry.fork())
+            await daemon.start()
+            link: Any = await IpcDaemonLink.connect(dirs().socket)
+        else:
+            link = scratch
+        await ctl.attach(link)
+        ctl.panel.show()
+        interval = 1.0 / rate
+        start = loop.time()
+        for i in range(events):
+            await asyncio.sleep(max(0.0, start + i * interval - loop.time()))
+            agent = ids[(i * 7) % len(ids)]
+            event = ev.StateChanged(
+                at=world.tick(0.01), agent=agent, state=STATES[i % 4], detail=f"step {i}"
+            )
+            sent[agent] = time.perf_counter()
+            if daemon is not None:
+                await daemon.push(event)
+            else:
+                scratch.push(event)
+        deadline = loop.time() + 5
+        while sent and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        if daemon is not None:
+            await link.close()
+            await daemon.close()
+
+    with loop:
+        loop.run_until_complete(run())
+    ctl.close()
+    asyncio.set_event_loop(None)
+    return got
+
+
+def push(socket: Path, events: list[ev.Event]) -> None:
+    with Client.connect(socket) as client:
+        for i in range(0, len(events), 200):
+            client.call("test.push", events=[event_to_dict(e) for e in events[i : i + 200]])
+
+
+def app_process(idle_seconds: float) -> dict[str, float]:
+    import psutil
+    from ui import desktop as dt
+
+    home = Path(tempfile.mkdtemp(prefix="vb", dir="/tmp"))
+    desk = None
+    if not dt.missing():
+        desk = dt.Desktop()  # a real tray: the list stays hidden until clicked
+        env = procs.child_env(
+            home,
+            **{k: desk.env[k] for k in ("DISPLAY", "QT_QPA_PLATFORM", "DBUS_SESSION_BUS_ADDRESS")},
+        )
+    else:
+        env = procs.child_env(home, QT_QPA_PLATFORM="offscreen")
+        env.pop("DISPLAY", None)
+    out: dict[str, float] = {"real_tray": float(desk is not None)}
+    app = procs.app("embed", env)
+    try:
+        app.wait_line(r"connected to the volee daemon", timeout=30)
+        socket = dirs({"VOLEE_HOME": str(home)}).socket
+        scratch = FakeDaemonLink()
+        world = World(scratch)
+        world.t = time.time()
+        for i in range(10):
+            world.agent(f"agent-{i:03d}", STATES[i % 4], "Bash: pytest")
+        push(socket, [e for _, e in scratch.log])
+        scratch.log.clear()
+        proc = psutil.Process(app.popen.pid)
+        time.sleep(2.0)  # let start-up work finish before measuring idle
+        out["rss_10_mib"] = proc.memory_info().rss / MiB
+        cpu0 = proc.cpu_times()
+        ctx0 = proc.num_ctx_switches()
+        t0 = time.monotonic()
+        time.sleep(idle_seconds)
+        dt = time.monotonic() - t0
+        cpu1 = proc.cpu_times()
+        ctx1 = proc.num_ctx_switches()
+        used = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+        out["idle_cpu_pct"] = 100 * used / dt
+        out["wakeups_per_s"] = (ctx1.voluntary - ctx0.voluntary) / dt
+        out["idle_seconds"] = dt
+        for i in range(10, 500):
+            world.agent(f"agent-{i:03d}", STATES[i % 4], "Bash: pytest")
+        push(socket, [e for _, e in scratch.log])
+        time.sleep(2.0)  # let it apply and paint, then measure
+        out["rss_500_mib"] = proc.memory_info().rss / MiB
+        if desk is not None:
+            icon = desk.tray_icon()
+            if icon is not None:
+                x, y, w, h = icon
+                desk.click(x + w // 2, y + h // 2)
+                app.wait_line(r"agent list shown")
+                time.sleep(2.0)
+                out["rss_500_open_mib"] = proc.memory_info().rss / MiB
+    finally:
+        app.stop()
+        app.kill()
+        if desk is not None:
+            desk.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument("--events", type=int, default=2000)
+    parser.add_argument("--rate", type=float, default=200.0)
+    args = parser.parse_args()
+
+    print(f"event -> list model, {args.events} events at {args.rate:g}/s over 500 agents")
+    for name, over_ipc in (
+        ("in-process FakeDaemonLink", False),
+        ("real IPC + IpcDaemonLink", True),
+    ):
+        ms = latency(args.events, args.rate, over_ipc)
+        print(
+            f"  {name:28s} n={len(ms):5d}  p50={statistics.median(ms):6.2f} ms  "
+            f"p99={pct(ms, 99):6.2f} ms  max={max(ms):6.2f} ms"
+        )
+    figures = app_process(args.idle_seconds)
+    where = "Xvfb + trayer" if figures["real_tray"] else "offscreen, list shown as a window"
+    print(f"app process ({where}; embedded fake daemon), idle {figures['idle_seconds']:.0f} s:")
+    print(f"  idle CPU with 10 live agents: {figures['idle_cpu_pct']:.3f} % of one core (<= 0.2)")
+    print(f"  wake-ups (voluntary switches): {figures['wakeups_per_s']:.2f} /s")
+    print(f"  RSS with  10 agents: {figures['rss_10_mib']:6.1f} MiB (<= 100)")
+    print(f"  RSS with 500 agents: {figures['rss_500_mib']:6.1f} MiB (<= 160)")
+    if "rss_500_open_mib" in figures:
+        print(f"  RSS with 500 agents, list open: {figures['rss_500_open_mib']:6.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()
