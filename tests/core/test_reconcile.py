@@ -11,6 +11,7 @@ from volee_desktop.core.reconcile import (
     INTERRUPTED_CAUSE,
     MOVE_GRACE,
     DeadSession,
+    ListedSession,
     Listing,
     reconcile,
 )
@@ -152,6 +153,20 @@ def test_waiting_and_background_sessions_take_their_state_and_location() -> None
     )
     assert (by_session[S2].state, by_session[S2].location) == (AgentState.IDLE, Location.BACKGROUND)
     assert by_session[S2].name == "proj3-75-2"  # names stay unique
+
+
+def test_the_program_of_an_agent_volee_runs_never_becomes_a_second_agent() -> None:
+    # A codex host agent whose session id is not known yet: the process scan lists its pid.
+    registry = given(
+        registered(A1, "mine", harness=Harness.CODEX, cwd="/p"),
+        ev.HostStarted(at=T0, agent=A1, host_pid=400, program_pid=401),
+        state(A1, AgentState.WORKING),
+    )
+    scanned = ListedSession(harness=Harness.CODEX, session="pid-401-1700000000", pid=401)
+
+    events = reconcile(registry, Listing(sessions=(scanned,)), None, {401}, NOW)
+
+    assert events == []
 
 
 def test_finished_sessions_nobody_owns_are_history() -> None:

@@ -39,10 +39,10 @@ kept, so one surprising session never spoils the others.
 from __future__ import annotations
 
 import hashlib
-import os.path
 import re
 from collections.abc import Container
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 from . import events as ev
 from .ids import AGENT, new_id
@@ -297,7 +297,7 @@ def _moved_to_background(
 
 
 def _same_dir(a: str, b: str) -> bool:
-    return bool(a) and os.path.normpath(a) == os.path.normpath(b)
+    return bool(a) and bool(b) and PurePosixPath(a) == PurePosixPath(b)
 
 
 def _waits_beside_terminal(
@@ -331,6 +331,8 @@ def _listed(
     if agent is None:
         if session.finished or _waits_beside_terminal(session, sessions, now):
             return
+        if _pid_taken(batch, session):
+            return  # the program of an agent volee runs (its session id is linked elsewhere)
         batch.emit(*_register(batch, session, now))
         return
     if agent.session == session.session:
@@ -353,6 +355,12 @@ def _listed(
     group += _place(agent, session, now)
     group += _state_events(agent, session, listing, now)
     batch.emit(*group)
+
+
+def _pid_taken(batch: _Batch, session: ListedSession) -> bool:
+    if session.pid is None:
+        return False
+    return any(a.pid == session.pid and a.live for a in batch.work.agents.values())
 
 
 def _register(batch: _Batch, session: ListedSession, now: float) -> list[ev.Event]:
@@ -380,7 +388,7 @@ def _register(batch: _Batch, session: ListedSession, now: float) -> list[ev.Even
 
 
 def _default_name(session: ListedSession | DeadSession) -> str:
-    folder = os.path.basename(os.path.normpath(session.cwd)) if session.cwd else ""
+    folder = PurePosixPath(session.cwd).name if session.cwd else ""
     return f"{folder or session.harness}-{session.session[:4]}"
 
 
