@@ -75,11 +75,12 @@ def cause_words(cause: str) -> str:
 
 def resume_prompt(cause: str) -> str:
     """volee's own resume prompt (recovery.md): labelled, says what happened and what to check."""
-    what = (
-        "The machine restarted while you were working"
-        if cause == MACHINE_RESTARTED
-        else "volee's host for your session was stopped while you were working"
-    )
+    if cause == MACHINE_RESTARTED:
+        what = "The machine restarted while you were working"
+    elif cause == "crashed":
+        what = "Your process ended without closing the session while you were working"
+    else:
+        what = "volee's host for your session was stopped while you were working"
     return (
         f"[volee] {what}, and your last turn was cut off: a command may not have finished "
         "and your last reply may be missing. Check the state of the work before repeating "

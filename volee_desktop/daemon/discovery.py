@@ -168,8 +168,14 @@ class SystemLister:
 
     async def __call__(self, now: float) -> Observation:
         raw = await self.run_claude()
-        sessions = parse_claude_agents(raw)
         processes = LiveProcesses()
+        # A listed live session whose pid is gone or a zombie (killed, not reaped yet) is not
+        # running: its sessions file, if left behind, tells the rest.
+        sessions = [
+            s
+            for s in parse_claude_agents(raw)
+            if s.finished or s.pid is None or s.pid in processes
+        ]
         dead, others = await asyncio.to_thread(self._read_folders, processes, now)
         complete = {Harness.CLAUDE}
         if others is not None:

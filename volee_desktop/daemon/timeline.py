@@ -9,6 +9,13 @@ from ..core import events as ev
 from ..store.codec import event_to_dict
 
 
+CAUSES = {
+    "machine-restarted": "the machine restarted",
+    "host-stopped": "volee's host was stopped",
+    "crashed": "its process died without ending its session",
+}
+
+
 def describe(event: ev.Event) -> str:
     """One line for a person."""
     match event:
@@ -31,11 +38,7 @@ def describe(event: ev.Event) -> str:
         case ev.ProgramExited():
             return f"program {event.description}" + (" during a turn" if event.during_turn else "")
         case ev.InterruptionDetected():
-            cause = (
-                "the machine restarted"
-                if event.cause == "machine-restarted"
-                else ("volee's host was stopped")
-            )
+            cause = CAUSES.get(event.cause, event.cause)
             return f"interrupted: {cause} while {event.state}"
         case ev.RecoveryDecided():
             return f"recovery: {event.outcome} (rule {event.rule}): {event.reason}"

@@ -51,11 +51,12 @@ def mission_view(mission: Mission, registry: Registry) -> dict[str, Any]:
 
 
 def listed(registry: Registry, include_all: bool) -> list[Agent]:
-    """Agents for ``volee ls``: without --all, history of watched sessions is left out."""
+    """Agents for ``volee ls``: without --all, ended sessions volee only watched are left out
+    (unless they offer an action, such as resuming an interrupted session)."""
     agents = registry.by_urgency()
     if include_all:
         return agents
-    return [a for a in agents if a.launched_by_volee or a.state.live]
+    return [a for a in agents if a.launched_by_volee or a.state.live or a.action]
 
 
 def resolve_agent(registry: Registry, ref: str) -> Agent:

@@ -84,13 +84,14 @@ def _peer_uid(sock: socket.socket) -> int | None:
 class _Client:
     """One connection to the host socket."""
 
-    __slots__ = ("attached", "out", "reader", "sock")
+    __slots__ = ("attached", "out", "reader", "sock", "watching")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.reader = wire.FrameReader()
         self.out = bytearray()
         self.attached = False
+        self.watching = False  # wants only the program's end (the daemon), not its output
 
 
 class Host:
@@ -309,7 +310,7 @@ class Host:
         _log(f"program {self.pid} ended: {exit_info}")
         event = wire.json_frame({"event": "exit", "exit": exit_info})
         for client in list(self.clients.values()):
-            if client.attached:
+            if client.attached or client.watching:
                 self._queue(client, event)
         for client in self.stop_waiters:
             self._reply(client, {"ok": True, "exit": exit_info})
@@ -502,6 +503,13 @@ class Host:
             handler(client, req)
         except (TypeError, ValueError, KeyError) as exc:
             self._reply(client, {"ok": False, "error": f"bad {op} request: {exc}"})
+
+    def _op_watch(self, client: _Client, req: dict[str, object]) -> None:
+        """Hear of the program's end (no output): how the daemon learns of an exit at once."""
+        client.watching = True
+        self._reply(client, {"ok": True})
+        if self.exit is not None:
+            self._queue(client, wire.json_frame({"event": "exit", "exit": self.exit}))
 
     def _op_attach(self, client: _Client, req: dict[str, object]) -> None:
         client.attached = True
