@@ -182,7 +182,8 @@ class FileSet:
                     atomic_write(path, old)
             except OSError:
                 continue  # best effort: the error being reported matters more
-        for folder in self._created_dirs:
+        # Deepest first: a folder made by a later write may sit inside one made earlier.
+        for folder in sorted(self._created_dirs, key=lambda p: len(p.parts), reverse=True):
             try:
                 folder.rmdir()
             except OSError:
