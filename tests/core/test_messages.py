@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from volee_desktop.core import events as ev
 from volee_desktop.core.model import HUMAN, VOLEE, MessageKind, Receipt, ThreadKind
 
