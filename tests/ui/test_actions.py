@@ -142,3 +142,16 @@ def test_timeline_shows_events_in_order_with_decisions(
         "interruption-detected",
         "recovery-decided",
     ]
+
+
+def test_an_open_output_view_follows_the_agent(
+    controller: Any, world: World, link: FakeDaemonLink, recorder: Any, qtbot: Any
+) -> None:
+    a = world.agent("worker", AgentState.WORKING, location=Location.HOST)
+    act(controller, qtbot, "output", a, "agents.screen")
+    screens = link.methods().count("agents.screen")
+    link.handlers["agents.screen"] = lambda p: {"text": "new line from the agent"}
+    world.activity(a, "Bash: make")
+    window = controller.windows[a]
+    qtbot.waitUntil(lambda: "new line" in window.output.toPlainText(), timeout=3000)
+    assert link.methods().count("agents.screen") == screens + 1

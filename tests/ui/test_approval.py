@@ -28,7 +28,8 @@ def test_shows_goal_report_workers_and_options(controller: Any, world: World) ->
         for i in range(dialog.workers.topLevelItemCount())
     ]
     assert [r[0] for r in rows] == ["worker-1", "worker-2"]
-    assert rows[0][1].startswith("delivered")
+    assert rows[0][1] == "delivered"
+    assert dialog.workers.topLevelItem(0).toolTip(1) == "commits pushed, PR at tip, clean tree"
     assert "2 commits" in rows[0][2]
     assert "pushed" in rows[0][2]
     assert "PR #40 open" in rows[0][2]

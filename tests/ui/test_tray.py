@@ -96,3 +96,31 @@ def test_menu_and_left_click(controller: Any, qtbot: Any) -> None:
     assert not controller.panel.isVisible()
     with qtbot.waitSignal(controller.quit_requested):
         controller.tray.action_quit.trigger()
+
+
+def test_the_popup_list_hides_when_the_person_clicks_elsewhere(qapp: Any, qtbot: Any) -> None:
+    from PySide6.QtWidgets import QWidget
+
+    from volee_desktop.app.agent_model import AgentListModel
+    from volee_desktop.app.panel import AgentPanel
+
+    panel = AgentPanel(AgentListModel(), popup=True)
+    other = QWidget()
+    qtbot.addWidget(panel)
+    qtbot.addWidget(other)
+    with qtbot.waitActive(panel):
+        panel.show_near(None)
+    assert panel.isVisible()
+    with qtbot.waitActive(other):
+        other.show()
+        other.activateWindow()
+    qtbot.waitUntil(lambda: not panel.isVisible(), timeout=3000)
+    assert panel.hidden_at > 0
+
+
+def test_daemon_notices_are_shown_in_the_list(controller: Any) -> None:
+    controller.live.on_notice(
+        {"kind": "config-problems", "problems": ["config.toml: agents.x: unknown setting"]}
+    )
+    assert "unknown setting" in controller.panel.status.text()
+    assert not controller.panel.status.isHidden()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QFontDatabase, QTextCursor
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -65,6 +65,8 @@ class AgentWindow(QWidget):
         layout.addWidget(self.status)
         layout.addLayout(bottom)
         self.resize(760, 480)
+        self.refresh_timer = QTimer(self)
+        self.refresh_timer.setSingleShot(True)
         self.set_agent(agent)
 
     def set_agent(self, agent: Agent) -> None:

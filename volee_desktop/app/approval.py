@@ -119,7 +119,7 @@ class ApprovalDialog(QDialog):
         layout.addWidget(QLabel("<b>The coordinator's report</b>", self))
         layout.addWidget(self.report, 3)
         layout.addWidget(QLabel("<b>Workers</b>", self))
-        layout.addWidget(self.workers, 2)
+        layout.addWidget(self.workers, 1)
         layout.addWidget(self.question)
         layout.addLayout(self.options_row)
         layout.addLayout(reply_row)
@@ -156,10 +156,10 @@ class ApprovalDialog(QDialog):
                 agent.delivery if agent is not None else None
             )
             verdict = assessment.verdict.value if assessment else "not judged yet"
-            reason = f": {assessment.reason}" if assessment and assessment.reason else ""
-            item = QTreeWidgetItem([name, verdict + reason, evidence_text(delivery)])
+            item = QTreeWidgetItem([name, verdict, evidence_text(delivery)])
             if assessment is not None:
                 item.setForeground(1, QBrush(QColor(VERDICT_COLOUR[assessment.verdict])))
+                item.setToolTip(1, assessment.reason or verdict)
             item.setToolTip(2, evidence_text(delivery))
             self.workers.addTopLevelItem(item)
         for col in range(2):

@@ -38,6 +38,9 @@ from .tray import Tray
 
 log = logging.getLogger(__name__)
 
+OPENS_A_WINDOW = frozenset({"open", "output", "terminal", "reply", "timeline"})
+OUTPUT_REFRESH_MS = 1000  # an open output view follows the agent, at most once a second
+
 TerminalOpener = Callable[[str], "list[str] | None"]
 Confirm = Callable[[str, str], bool]
 ShowError = Callable[[str, str], None]
@@ -164,7 +167,10 @@ class AppController(QObject):
             self._refresh_summary()
         for _before, after in change.agents:
             if after is not None and after.id in self.windows:
-                self.windows[after.id].set_agent(after)
+                window = self.windows[after.id]
+                window.set_agent(after)
+                if window.isVisible() and not window.refresh_timer.isActive():
+                    window.refresh_timer.start(OUTPUT_REFRESH_MS)
         if change.mission is not None and change.mission[1] is not None:
             dialog = self.approvals.get(change.mission[1].id)
             if dialog is not None:
@@ -172,6 +178,13 @@ class AppController(QObject):
 
     def _connection_changed(self, connection: Connection) -> None:
         self._refresh_summary()
+        if connection.notices:
+            notice = connection.notices[-1]
+            text = notice.get("message") or notice.get("text") or ""
+            problems = notice.get("problems")
+            if not text and isinstance(problems, list):
+                text = "; ".join(str(p) for p in problems)
+            self.panel.show_status(f"volee: {text or notice.get('kind', 'notice')}")
 
     def _refresh_summary(self) -> None:
         conn = self.live.connection
@@ -182,6 +195,9 @@ class AppController(QObject):
     # --- the list ------
 
     def toggle_list(self) -> None:
+        if not self.panel.isVisible() and time.monotonic() - self.panel.hidden_at < 0.4:
+            # The click on the icon is what took the focus away and hid it: stay hidden.
+            return
         if self.panel.isVisible():
             self.panel.hide()
             log.info("agent list hidden")
@@ -217,6 +233,8 @@ class AppController(QObject):
         if handler is None:
             log.warning("unknown action %r", name)
             return
+        if self.has_tray and name in OPENS_A_WINDOW:
+            self.panel.hide()  # a popup must not cover the window it opens
         handler(agent_id)
 
     def open_agent(self, agent_id: str) -> None:
@@ -263,6 +281,7 @@ class AppController(QObject):
             window.send.connect(self.send)
             window.refresh.connect(self.refresh_output)
             window.closed.connect(self._window_closed)
+            window.refresh_timer.timeout.connect(lambda a=agent_id: self.refresh_output(a))
             self.windows[agent_id] = window
         return window
 

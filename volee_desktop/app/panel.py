@@ -8,6 +8,8 @@ Ctrl+Delete forget, Ctrl+F the filter, Escape clears the filter then hides.
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import (
     QEvent,
     QItemSelectionModel,
@@ -29,6 +31,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -72,6 +75,8 @@ class AgentPanel(QWidget):
         super().__init__(parent)
         self.setObjectName("agentPanel")
         self.setWindowTitle("volee — agents")
+        self.popup = popup
+        self.hidden_at = 0.0  # when it last hid itself because the person clicked elsewhere
         if popup:
             self.setWindowFlags(Qt.WindowType.Tool | Qt.WindowType.WindowStaysOnTopHint)
         self.model = model
@@ -350,6 +355,28 @@ class AgentPanel(QWidget):
         self._repaint.stop()
         super().hideEvent(event)
         self.hidden.emit()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if (
+            getattr(self, "popup", False)  # changeEvent runs inside QWidget.__init__ too
+            and event.type() == QEvent.Type.ActivationChange
+            and not self.isActiveWindow()
+        ):
+            # Like any tray popup: clicking elsewhere closes it (checked once the new
+            # active window is known: a dialog of the panel's own keeps it open).
+            QTimer.singleShot(0, self._hide_if_left)
+
+    def _hide_if_left(self) -> None:
+        active = QApplication.activeWindow()
+        if not self.isVisible() or active is self:
+            return
+        if active is not None and self.isAncestorOf(active):
+            return
+        if QApplication.activePopupWidget() is not None:
+            return  # the row's context menu
+        self.hidden_at = time.monotonic()
+        self.hide()
 
     def toggle_near(self, anchor: QRect | None) -> None:
         if self.isVisible():
