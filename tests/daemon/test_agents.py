@@ -95,7 +95,13 @@ class Rig:
             if agent is not None and check(agent):
                 return agent
             if time.monotonic() > deadline:
-                pytest.fail(f"timed out after {timeout} s waiting for {what}; agent: {agent}")
+                try:
+                    screen = (await self.call("agents.screen", agent=agent_id))["text"]
+                except IpcError as exc:
+                    screen = f"(no screen: {exc})"
+                pytest.fail(
+                    f"timed out after {timeout} s waiting for {what}; agent: {agent}\n{screen}"
+                )
             await asyncio.sleep(0.02)
 
     async def wait_state(
@@ -188,6 +194,36 @@ async def test_permission_is_needs_input_until_answered(rig: Rig) -> None:
     assert (rig.project / "asked.txt").read_text() == "yes\n"
     states = [e.state for e in rig.events(view["id"]) if isinstance(e, ev.StateChanged)]
     assert states[-3:] == [AgentState.NEEDS_INPUT, AgentState.WORKING, AgentState.DONE]
+
+
+async def test_no_refuses_the_permission_without_running_the_tool(rig: Rig) -> None:
+    view = await rig.spawn("ASK: echo yes > asked.txt")
+    await rig.wait_state(view["id"], AgentState.NEEDS_INPUT, "permission for Bash")
+
+    await rig.call("agents.send", agent=view["id"], text="no")
+
+    agent = await rig.wait_state(view["id"], AgentState.IDLE, "you refused the permission")
+    assert not (rig.project / "asked.txt").exists()
+    # Still alive and listening: the next message is a new task.
+    await rig.call("agents.send", agent=agent.id, text="RUN: echo next > next.txt")
+    await rig.wait_state(agent.id, AgentState.DONE)
+    assert not (rig.project / "asked.txt").exists()
+    assert (rig.project / "next.txt").read_text() == "next\n"
+
+
+async def test_other_words_refuse_then_say_what_to_do_instead(rig: Rig) -> None:
+    view = await rig.spawn("ASK: echo yes > asked.txt")
+    await rig.wait_state(view["id"], AgentState.NEEDS_INPUT, "permission for Bash")
+
+    await rig.call("agents.send", agent=view["id"], text="RUN: echo other > other.txt")
+
+    await rig.wait(
+        view["id"],
+        lambda a: a.state is AgentState.DONE and a.activity == "Bash: echo other > other.txt",
+        "the instruction given instead",
+    )
+    assert (rig.project / "other.txt").exists()
+    assert not (rig.project / "asked.txt").exists()
 
 
 async def test_send_types_the_text_as_one_paste_then_enter(rig: Rig) -> None:

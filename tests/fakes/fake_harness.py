@@ -16,7 +16,8 @@ event's fields, like Claude Code 2.x.  Behaviour by prompt:
 - ``RUN: cmd``   PreToolUse(Bash) -> runs cmd -> PostToolUse (or PostToolUseFailure) -> Stop
 - ``ASK: cmd``   PermissionRequest + Notification(permission_prompt); waits for ``y``/``yes``
                  (runs as RUN) or anything else (denied, Stop).  In bypassPermissions it
-                 runs at once.
+                 runs at once.  Like Claude Code 2.1's dialog, the key ``1``/``2`` runs it at
+                 once and ``3`` or Esc refuses with no hook at all (no Stop).
 - ``SLEEP: n``   works n seconds, then Stop
 - ``SIZE``       prints ``SIZE rows=R cols=C``
 - ``CRASH``      exits with code 3 (no SessionEnd);  ``KILLME`` SIGKILLs itself
@@ -58,6 +59,10 @@ def _out(text: str) -> None:
             continue
 
 
+class _Refused(Exception):
+    """The person refused the permission dialog with Esc (or "No")."""
+
+
 class Fake:
     """The fake harness's state: session, hooks, transcript."""
 
@@ -82,6 +87,7 @@ class Fake:
         self.last_uuid: str | None = None
         self.count = 0
         self.ending = False
+        self.unread = b""  # keys read ahead by the permission dialog, for the next line
 
     def _parse(self, args: list[str]) -> None:
         it = iter(args)
@@ -205,6 +211,7 @@ class Fake:
         _out("\x1b[?2004h")
         _out(f"fake-harness session {self.session_id} ({source}, {self.count} earlier prompts)\n")
         self.hook("SessionStart", source=source)
+        self._own_keys()
         if self.prompt:
             self.count += 1
             _out(f"PROMPT {self.count} paste=0: {json.dumps(self.prompt)}\n")
@@ -238,9 +245,10 @@ class Fake:
         pastes = 0
         in_paste = False
         pending = b""
+        ahead, self.unread = self.unread, b""
         while True:
             try:
-                chunk = os.read(0, 4096)
+                chunk, ahead = (ahead, b"") if ahead else (os.read(0, 4096), b"")
             except InterruptedError:
                 continue
             except OSError:
@@ -276,7 +284,9 @@ class Fake:
                 if not in_paste:
                     _out(chr(byte) if 32 <= byte < 127 else "")
 
-    def loop(self) -> int:
+    @staticmethod
+    def _own_keys() -> None:
+        """No echo, no line editing by the tty: keys arrive one by one, like a TUI's."""
         import termios
 
         if os.isatty(0):
@@ -284,6 +294,8 @@ class Fake:
             attrs[0] &= ~(termios.ICRNL | termios.INLCR)
             attrs[3] &= ~(termios.ICANON | termios.ECHO)
             termios.tcsetattr(0, termios.TCSANOW, attrs)
+
+    def loop(self) -> int:
         while True:
             _out("❯ ")
             got = self._keys()
@@ -316,7 +328,10 @@ class Fake:
         elif stripped.startswith("RUN: "):
             reply = self.run_tool(stripped[5:])
         elif stripped.startswith("ASK: "):
-            reply = self.ask(stripped[5:])
+            try:
+                reply = self.ask(stripped[5:])
+            except _Refused:
+                return None  # no Stop: Claude Code fires no hook for a refused dialog
         elif stripped.startswith("SLEEP: "):
             _out("working…\n")
             time.sleep(float(stripped[7:]))
@@ -389,7 +404,22 @@ class Fake:
             message="Claude needs your permission",
             notification_type="permission_prompt",
         )
-        _out(f"Allow Bash: {command}? (y/n) ")
+        _out(f"Allow Bash: {command}? (y/n) 1. Yes 2. Yes, always 3. No   Esc to cancel ")
+        # Like Claude Code's dialog: a digit key picks an option at once, Esc refuses and
+        # ends the turn with no hook; a typed line (y/yes + Enter) is read as before.
+        try:
+            first = os.read(0, 4096)
+        except OSError:
+            first = b""
+        if first[:1] in (b"1", b"2"):
+            self.unread = first[1:]
+            _out("\n")
+            return self.run_tool(command)
+        if first[:1] == b"3" or (first[:1] == b"\x1b" and not first.startswith(PASTE_START)):
+            self.unread = first[1:]
+            _out("\nInterrupted · What should Claude do instead?\n")
+            raise _Refused
+        self.unread = first
         got = self._keys()
         if got is not None and got[0].strip().lower() in ("y", "yes"):
             return self.run_tool(command)

@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -26,8 +27,8 @@ from ..core import events as ev
 from ..core.ids import AGENT, MESSAGE, THREAD
 from ..core.model import HUMAN, Agent, Harness, LaunchSettings, MessageKind, Role, ThreadKind
 from ..core.states import AgentState
+from ..harness.base import Answer, LaunchContext, LaunchPlan, Profile
 from ..harness.base import Error as HarnessError
-from ..harness.base import LaunchContext, LaunchPlan, Profile
 from ..harness.versions import Prober
 from ..hosts import wire
 from ..hosts.errors import Error as HostsError
@@ -443,7 +444,24 @@ class AgentsRunner:
         resumed = False
         if record is not None and record.exit is None and host_alive(record):
             client = HostClient(record.socket or self.socket_of(agent_id))
-            await asyncio.to_thread(client.send_text, text)
+            answer = self._answer(agent, text)
+            if answer is None:
+                await asyncio.to_thread(client.send_text, text)
+            else:
+                await asyncio.to_thread(_type_keys, client, answer.keys)
+                if answer.state is not None:
+                    await self.service.commit(
+                        [
+                            ev.StateChanged(
+                                at=self.now(),
+                                agent=agent_id,
+                                state=answer.state,
+                                detail=answer.detail,
+                            )
+                        ]
+                    )
+                if answer.then:
+                    await asyncio.to_thread(client.send_text, answer.then)
         else:
             await self.resume(agent, prompt=text, automatic=False, reason="a message arrived")
             resumed = True
@@ -452,6 +470,14 @@ class AgentsRunner:
                 [ev.MessageDelivered(at=self.now(), message=message_id, recipient=agent_id)]
             )
         return {"delivered": True, "resumed": resumed, "message": message_id}
+
+    def _answer(self, agent: Agent, text: str) -> Answer | None:
+        """A reply to a dialog the harness shows (a permission), typed as keys."""
+        answer = getattr(self.profiles.get(agent.harness), "answer", None)
+        if answer is None:
+            return None
+        result: Answer | None = answer(agent, text)
+        return result
 
     async def resume(
         self,
@@ -466,7 +492,11 @@ class AgentsRunner:
         if agent.held_for_good:
             raise Refused(f"agent {agent.name} belongs to a mission that is over; it stays stopped")
         profile = self.profile(agent.harness)
-        settings = agent.launch or LaunchSettings(harness=agent.harness, cwd=agent.cwd)
+        # An agent volee only watched has no launch settings: it runs with the daemon's
+        # environment (allow-listed), like one spawned from this daemon's shell.
+        settings = agent.launch or LaunchSettings(
+            harness=agent.harness, cwd=agent.cwd, env=allowed_env(dict(os.environ))
+        )
         if not Path(settings.cwd).is_dir():
             raise Refused(f"directory {settings.cwd} of agent {agent.name} no longer exists")
         ctx = self.context(agent.id, agent.harness)
@@ -704,10 +734,22 @@ def make_worktree(cwd: Path, name: str) -> tuple[str, str, str]:
     return top, str(path), branch
 
 
-def _end_linger(record: HostRecord, socket: Path, timeout: float = 5.0) -> bool:
+def _type_keys(client: HostClient, keys: bytes) -> None:
+    """Type ``keys`` as they are (no paste, no Enter), as an attached terminal would."""
+    with client.open_stream() as stream:
+        stream.write(keys)
+        # Closing with unread output would reset the connection, and the host could lose the
+        # keys with it: say we are done writing, then read until the host hangs up.
+        stream.sock.shutdown(socket.SHUT_WR)
+        deadline = time.monotonic() + 5.0
+        while not stream.closed and time.monotonic() < deadline:
+            stream.read(0.5)
+
+
+def _end_linger(record: HostRecord, path: Path, timeout: float = 5.0) -> bool:
     """Ask a host whose program has ended to exit now; True once it is gone."""
     try:
-        HostClient(record.socket or socket, timeout=2.0).close()
+        HostClient(record.socket or path, timeout=2.0).close()
     except (HostsError, OSError) as exc:
         log.info("host %d would not close (%s); waiting for its linger", record.host_pid, exc)
     deadline = time.monotonic() + timeout

@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from ..core.events import Event
 from ..core.model import Agent, LaunchSettings
+from ..core.states import AgentState
 
 
 class Error(Exception):
@@ -55,6 +56,21 @@ class Profile(Protocol):
     ) -> list[Event]:
         """The events a hook payload means for ``agent`` (pure; may be empty)."""
         ...
+
+
+@dataclass(frozen=True)
+class Answer:
+    """How to type a person's reply into a dialog the harness shows (not a plain message).
+
+    ``keys`` are typed as they are (no paste, no Enter); ``then`` is sent afterwards as an
+    ordinary message; ``state``/``detail`` is the agent's state once the keys are typed,
+    when no hook will tell it (a refused permission ends the turn without a hook).
+    """
+
+    keys: bytes
+    then: str | None = None
+    state: AgentState | None = None
+    detail: str = ""
 
 
 @dataclass(frozen=True)
