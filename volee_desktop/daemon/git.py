@@ -103,6 +103,12 @@ def remote_url(cwd: str | Path, remote: str) -> str | None:
     return _out(cwd, "config", "--get", f"remote.{remote}.url")
 
 
+def remote_url_of(cwd: str | Path, branch: str) -> str | None:
+    """The configured URL of the remote ``branch`` pushes to (None: no such remote)."""
+    remote = remote_of(cwd, branch)
+    return remote_url(cwd, remote) if remote else None
+
+
 def push_state(cwd: str | Path, branch: str, tip: str) -> PushState:
     """Pushed when the remote-tracking branch holds the tip (no network: pushes update it)."""
     remote = remote_of(cwd, branch)

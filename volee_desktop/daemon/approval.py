@@ -1,0 +1,240 @@
+"""The end of a mission: the coordinator's report, the human's answer, the merges after approval.
+
+The coordinator presents its report (``missions.request_approval``) as a
+question to the human; the human answers (``missions.answer``) and the
+supervisor decides.  Once approved, every worker's branch is merged (the open
+pull request at its tip through GitHub when there is a token, else ``git
+merge --no-ff`` into the base branch, pushed when there is a remote); the
+evidence is read again and the supervisor closes the mission once every merge
+is seen, or the mission goes back to reporting with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..core import events as ev
+from ..core.delivery import delivered_by_merge
+from ..core.ids import MESSAGE
+from ..core.model import (
+    HUMAN,
+    VOLEE,
+    Agent,
+    Delivery,
+    MessageKind,
+    Mission,
+    MissionKind,
+    MissionStatus,
+)
+from ..core.supervisor import APPROVING_DEFAULT, Notice, workers_of
+from ..ipc.protocol import ErrorCode, IpcError
+from ..ipc.server import Connection
+from . import git
+from .errors import Refused
+from .forge import Forge, ForgeError
+from .ids import fresh
+from .params import agent_param, mission_param, strings, text
+from .views import mission_view, resolve_mission
+
+if TYPE_CHECKING:
+    from .missions import MissionsRunner
+
+log = logging.getLogger(__name__)
+
+
+class Approval:
+    """``missions.request_approval`` and ``missions.answer``, and merging approved work."""
+
+    def __init__(self, runner: MissionsRunner) -> None:
+        self.runner = runner
+        self.service = runner.service
+        self._merging: set[str] = set()
+
+    def install(self) -> None:
+        """Register the IPC methods."""
+        self.runner.daemon.api.add("missions.request_approval", self.api_request_approval)
+        self.runner.daemon.api.add("missions.answer", self.api_answer)
+
+    # --- the report and the answer ---------------------------------------------------------
+
+    async def api_request_approval(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        registry = self.service.current()
+        agent = agent_param(registry, params)
+        mission = mission_param(registry, params, agent)
+        if agent.id != mission.coordinator:
+            raise Refused(
+                f"only the coordinator of mission {mission.id} presents its report; "
+                "send yours to the coordinator with post_message"
+            )
+        if mission.status not in (MissionStatus.REPORTING, MissionStatus.AWAITING_APPROVAL):
+            raise Refused(
+                f"mission {mission.id} is {mission.status}: a report is presented once every "
+                "worker delivered (status reporting); wait for volee's message asking for it"
+            )
+        body = (text(params, "body") or "").strip()
+        options = strings(params, "options") or (APPROVING_DEFAULT, "revise")
+        approving = text(params, "approving", required=False) or (
+            APPROVING_DEFAULT if APPROVING_DEFAULT in options else options[0]
+        )
+        if approving not in options:
+            raise Refused(
+                f"approving option {approving!r} is not one of {list(options)}; "
+                "name one of the options"
+            )
+        now = time.time()
+        thread, opened = self.runner.messages.mission_thread(registry, mission, now)
+        message_id = fresh(MESSAGE)
+        await self.service.commit(
+            [
+                *opened,
+                ev.MessagePosted(
+                    at=now,
+                    message=message_id,
+                    thread=thread,
+                    sender=agent.id,
+                    recipients=(HUMAN,),
+                    kind=MessageKind.QUESTION,
+                    body=body,
+                    options=options,
+                    approving=approving,
+                ),
+                ev.MissionUpdated(
+                    at=now,
+                    mission=mission.id,
+                    status=MissionStatus.AWAITING_APPROVAL,
+                    report=message_id,
+                    reason="the coordinator presented its report",
+                ),
+            ]
+        )
+        return {"message": message_id, "mission": mission.id, "options": list(options)}
+
+    async def api_answer(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        registry = self.service.current()
+        mission = resolve_mission(registry, text(params, "mission") or "")
+        if mission.status is not MissionStatus.AWAITING_APPROVAL or mission.report is None:
+            raise Refused(
+                f"mission {mission.id} is {mission.status}: there is no report waiting for "
+                "your answer; `volee mission show` says what it waits for"
+            )
+        question = registry.messages[mission.report]
+        option = text(params, "option", required=False)
+        answer = text(params, "text", required=False)
+        if option is None and answer is None:
+            raise IpcError(ErrorCode.BAD_REQUEST, "answer with an option or a text")
+        if option is not None and option not in question.options:
+            raise Refused(
+                f"{option!r} is not an option of the report; choose one of "
+                + ", ".join(repr(o) for o in question.options)
+                + " or answer with a text"
+            )
+        recipients = (question.sender,) if question.sender in registry.agents else (VOLEE,)
+        message_id = fresh(MESSAGE)
+        await self.service.commit(
+            [
+                ev.MessagePosted(
+                    at=time.time(),
+                    message=message_id,
+                    thread=question.thread,
+                    sender=HUMAN,
+                    recipients=recipients,
+                    kind=MessageKind.ANSWER,
+                    body=answer or option or "",
+                    reply_to=question.id,
+                    chosen=option,
+                ),
+                ev.MessageRead(at=time.time(), message=question.id, recipient=HUMAN),
+            ]
+        )
+        # The supervisor answers in the same breath; wait for it so the reply shows the result.
+        await self.runner.supervise_now(mission.id)
+        registry = self.service.current()
+        view = mission_view(registry.missions[mission.id], registry)
+        view["answer"] = message_id
+        return view
+
+    # --- merging -----------------------------------------------------------------------------
+
+    def start_merge(self, mission_id: str) -> None:
+        """Merge the approved mission's work in the background (once at a time)."""
+        if mission_id in self._merging:
+            return
+        self._merging.add(mission_id)
+
+        async def run() -> None:
+            try:
+                await self.merge_all(mission_id)
+            finally:
+                self._merging.discard(mission_id)
+
+        self.runner.daemon.spawn_task(run(), f"merge {mission_id}")
+
+    async def merge_all(self, mission_id: str) -> None:
+        """Merge every worker's branch of an approved mission; back to reporting on failure."""
+        registry = self.service.current()
+        mission = registry.missions[mission_id]
+        if mission.kind is not MissionKind.CHANGE:
+            return
+        evidence = self.runner.evidence
+        forge = evidence.forge_factory()
+        problems: list[str] = []
+        workers = workers_of(registry, mission)
+        for worker in workers:
+            d = worker.delivery
+            if d is None or delivered_by_merge(d) is not None:
+                continue
+            try:
+                await asyncio.to_thread(merge_one, mission, worker, d, forge)
+            except (git.GitError, ForgeError) as exc:
+                problems.append(f"{worker.name}: {exc}")
+        for worker in workers:
+            await evidence.check(worker.id)
+        after = self.service.current()
+        current = after.missions[mission_id]
+        if current.status is not MissionStatus.APPROVED:
+            return
+        unmerged = [
+            w.name
+            for w in workers_of(after, current)
+            if w.delivery is None or delivered_by_merge(w.delivery) is None
+        ]
+        if not unmerged:
+            return  # the supervisor closes the mission on the new evidence
+        reason = "; ".join(problems) or f"merge not seen for {', '.join(unmerged)}"
+        await self._back_to_reporting(current, f"merging failed: {reason}")
+
+    async def _back_to_reporting(self, mission: Mission, reason: str) -> None:
+        registry = self.service.current()
+        now = time.time()
+        update = ev.MissionUpdated(
+            at=now, mission=mission.id, status=MissionStatus.REPORTING, reason=reason
+        )
+        told = Notice(recipients=(mission.coordinator or HUMAN, HUMAN), body=reason)
+        outbox = self.runner.messages.notices(registry, mission, [told], now)
+        await self.runner.commit_own([update, *outbox.events])
+        self.runner.messages.deliver(outbox)
+
+
+def merge_one(mission: Mission, worker: Agent, d: Delivery, forge: Forge) -> None:
+    """Merge one worker's branch: its open pull request at the tip, else into the base branch."""
+    branch = d.branch or worker.branch
+    if not branch:
+        raise git.GitError(f"worker {worker.name} has no branch to merge")
+    message = f"Merge {branch} (volee mission: {mission.goal[:60]})"
+    pr = d.pull_request_at_tip
+    tree = worker.worktree or worker.cwd
+    url = git.remote_url_of(tree, branch)
+    if pr is not None and pr.state == "open" and forge.token and url:
+        forge.merge(url, pr.number, pr.head, message)
+        return
+    repo = worker.repo or git.toplevel(tree) or tree
+    base = mission.base_branch or d.base
+    if not base:
+        raise git.GitError(f"no base branch known to merge {branch} into")
+    git.merge_branch(repo, base, branch, message)
+    problem = git.push(repo, base)
+    if problem:
+        log.warning("merged %s into %s but could not push it: %s", branch, base, problem)

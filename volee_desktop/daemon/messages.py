@@ -1,0 +1,251 @@
+"""Messages: the mission thread, volee's notices, posting and reading, delivery into sessions.
+
+Posting checks routing (``Registry.check_route``) for every recipient before
+anything is recorded; a message to an agent is then typed into its session
+(or resumes it) in the background, and one that cannot be delivered stays
+unread.  The ``messages.post`` and ``messages.read`` IPC methods live here
+(docs/ipc.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..core import events as ev
+from ..core.ids import MESSAGE, THREAD
+from ..core.model import HUMAN, VOLEE, Message, MessageKind, Mission, ThreadKind
+from ..core.registry import Registry
+from ..core.supervisor import Notice
+from ..ipc.protocol import ErrorCode, IpcError
+from ..ipc.server import Connection
+from ..store.codec import to_builtins
+from .errors import Refused
+from .ids import fresh
+from .params import choice, strings, text
+from .views import resolve_agent
+
+if TYPE_CHECKING:
+    from .main import Daemon
+
+log = logging.getLogger(__name__)
+
+
+def message_view(registry: Registry, message_id: str) -> dict[str, Any]:
+    """A message with its sender's and recipients' names."""
+    message = registry.messages[message_id]
+    data: dict[str, Any] = to_builtins(message)
+    data["sender_name"] = party_name(registry, message.sender)
+    data["recipient_names"] = [party_name(registry, r) for r in message.recipients]
+    return data
+
+
+def party_name(registry: Registry, party: str) -> str:
+    """``human``, ``volee`` or the agent's name."""
+    return party if party in (HUMAN, VOLEE) else registry.name_of(party) or party
+
+
+def reachable(registry: Registry, parties: Iterable[str]) -> tuple[str, ...]:
+    """The parties that can still be written to, each once; the human when none can."""
+    # A forgotten coordinator can no longer be written to: the person hears it instead.
+    known = tuple(dict.fromkeys(p for p in parties if p in (HUMAN, VOLEE) or p in registry.agents))
+    return known or (HUMAN,)
+
+
+@dataclass
+class Outbox:
+    """Events that post volee's notices, and what to type into agents once they are committed."""
+
+    events: list[ev.Event] = field(default_factory=list)
+    deliveries: list[tuple[str, str, str]] = field(default_factory=list)  # agent, text, message
+
+
+class Messages:
+    """The mission thread, notices, delivery, and the messages IPC methods."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.service = daemon.service
+
+    def install(self) -> None:
+        """Register ``messages.post`` and ``messages.read``."""
+        self.daemon.api.add("messages.post", self.api_post)
+        self.daemon.api.add("messages.read", self.api_read)
+
+    # --- threads and notices ---------------------------------------------------------------
+
+    def mission_thread(
+        self, registry: Registry, mission: Mission, at: float
+    ) -> tuple[str, list[ev.Event]]:
+        """The mission's thread, and the event opening it when it has none yet."""
+        if mission.thread is not None and mission.thread in registry.threads:
+            return mission.thread, []
+        existing = next(
+            (
+                t.id
+                for t in registry.threads.values()
+                if t.kind is ThreadKind.MISSION and t.mission == mission.id
+            ),
+            None,
+        )
+        if existing is not None:
+            return existing, []
+        thread = fresh(THREAD)
+        opened = ev.ThreadOpened(
+            at=at, thread=thread, kind=ThreadKind.MISSION, mission=mission.id, parties=(HUMAN,)
+        )
+        return thread, [opened]
+
+    def notices(
+        self, registry: Registry, mission: Mission, notices: Iterable[Notice], at: float
+    ) -> Outbox:
+        """volee's notices in the mission thread (opened if needed), not yet committed."""
+        out = Outbox()
+        notices = list(notices)
+        if not notices:
+            return out
+        thread, out.events = self.mission_thread(registry, mission, at)
+        for notice in notices:
+            recipients = reachable(registry, notice.recipients)
+            message_id = fresh(MESSAGE)
+            out.events.append(
+                ev.MessagePosted(
+                    at=at,
+                    message=message_id,
+                    thread=thread,
+                    sender=VOLEE,
+                    recipients=recipients,
+                    kind=MessageKind.NOTICE,
+                    body=notice.body,
+                    references=notice.references,
+                )
+            )
+            for recipient in recipients:
+                if recipient in registry.agents:
+                    out.deliveries.append((recipient, f"[volee] {notice.body}", message_id))
+        return out
+
+    def deliver(self, outbox: Outbox) -> None:
+        """Type the committed notices of ``outbox`` into their agents' sessions."""
+        for agent_id, body, message_id in outbox.deliveries:
+            self.deliver_later(agent_id, body, message_id)
+
+    def deliver_later(self, agent_id: str, body: str, message_id: str) -> None:
+        """Type a message into an agent's session (or resume it with it), in the background."""
+
+        async def deliver() -> None:
+            agent = self.service.current().agents.get(agent_id)
+            if agent is None or agent.held_for_good:
+                return
+            try:
+                await self.daemon.agents.deliver(agent_id, body, message_id)
+            except Exception as exc:  # a message that cannot be delivered stays unread
+                log.warning("message %s not delivered to %s: %s", message_id, agent.name, exc)
+
+        self.daemon.spawn_task(deliver(), f"deliver {message_id}")
+
+    # --- the messages API --------------------------------------------------------------------
+
+    def _party(self, registry: Registry, ref: str) -> str:
+        if ref in (HUMAN, VOLEE):
+            return ref
+        return resolve_agent(registry, ref).id
+
+    async def api_post(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        registry = self.service.current()
+        sender = self._party(registry, text(params, "sender", required=False) or HUMAN)
+        recipients = tuple(self._party(registry, r) for r in strings(params, "to"))
+        if not recipients:
+            raise IpcError(
+                ErrorCode.BAD_REQUEST,
+                "parameter 'to' must name a recipient: an agent's name or id, or human",
+            )
+        body = text(params, "body") or ""
+        kind = choice(params, "kind", MessageKind, MessageKind.TEXT)
+        for recipient in recipients:
+            problem = registry.check_route(sender, recipient)
+            if problem:
+                raise Refused(f"{problem}; write to one of them, or to the human, instead")
+        now = time.time()
+        events: list[ev.Event] = []
+        thread = text(params, "thread", required=False)
+        if thread is None:
+            thread, events = self._thread_for(registry, sender, recipients, now)
+        message_id = fresh(MESSAGE)
+        events.append(
+            ev.MessagePosted(
+                at=now,
+                message=message_id,
+                thread=thread,
+                sender=sender,
+                recipients=recipients,
+                kind=kind,
+                body=body,
+                references=strings(params, "references"),
+                reply_to=text(params, "reply_to", required=False),
+                options=strings(params, "options"),
+                approving=text(params, "approving", required=False),
+            )
+        )
+        await self.service.commit(events)
+        who = party_name(registry, sender)
+        for recipient in recipients:
+            if recipient in registry.agents and recipient != sender:
+                typed = (
+                    f"[message from {who} ({message_id})] {body}\n"
+                    "(answer with the volee tool post_message)"
+                )
+                self.deliver_later(recipient, typed, message_id)
+        return {"message": message_id, "thread": thread}
+
+    def _thread_for(
+        self, registry: Registry, sender: str, recipients: tuple[str, ...], at: float
+    ) -> tuple[str, list[ev.Event]]:
+        parties = {sender, *recipients}
+        members = [registry.agents[p] for p in parties if p in registry.agents]
+        missions = {a.mission for a in members}
+        if len(missions) == 1 and (mission_id := missions.pop()) is not None:
+            mission = registry.missions.get(mission_id)
+            if mission is not None:
+                return self.mission_thread(registry, mission, at)
+        wanted = set(parties)
+        for t in registry.threads.values():
+            if t.kind is ThreadKind.DIRECT and set(t.parties) == wanted:
+                return t.id, []
+        thread = fresh(THREAD)
+        ordered = tuple(sorted(wanted))
+        return thread, [
+            ev.ThreadOpened(at=at, thread=thread, kind=ThreadKind.DIRECT, parties=ordered)
+        ]
+
+    async def api_read(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        registry = self.service.current()
+        reader = self._party(registry, text(params, "agent", required=False) or HUMAN)
+        unread_only = params.get("unread_only", True) is not False
+
+        def unread(m: Message) -> bool:
+            receipt = m.receipts.get(reader)
+            return receipt is None or receipt.read_at is None
+
+        mine = sorted(
+            (
+                m
+                for m in registry.messages.values()
+                if reader in m.recipients and (not unread_only or unread(m))
+            ),
+            key=lambda m: (m.at, m.id),
+        )
+        limit = params.get("limit")
+        if isinstance(limit, int) and limit > 0:
+            mine = mine[-limit:]
+        views = [message_view(registry, m.id) for m in mine]
+        fresh_ones = [m for m in mine if unread(m)]
+        if params.get("mark", True) is not False and fresh_ones:
+            now = time.time()
+            await self.service.commit(
+                [ev.MessageRead(at=now, message=m.id, recipient=reader) for m in fresh_ones]
+            )
+        return views

@@ -1,0 +1,79 @@
+"""``volee tidy``: remove the worktrees whose work is delivered; branches are always kept.
+
+The rule is ``core.delivery.tidy_check``; this module reads stale evidence
+first (evidence older than the agent's last change proves nothing), then
+removes what the rule allows, unless asked for a dry run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core.delivery import tidy_check
+from ..core.model import Agent
+from ..core.supervisor import reported
+from ..ipc.server import Connection
+from . import git
+
+if TYPE_CHECKING:
+    from .evidence import Evidence
+    from .main import Daemon
+
+
+def stale(agent: Agent) -> bool:
+    """Whether the agent's evidence was read before its last change (or never)."""
+    d = agent.delivery
+    last = max(agent.state_since, agent.activity_at or 0.0)
+    return d is None or d.checked_at < last
+
+
+class Tidy:
+    """The ``tidy`` IPC method."""
+
+    def __init__(self, daemon: Daemon, evidence: Evidence) -> None:
+        self.daemon = daemon
+        self.service = daemon.service
+        self.evidence = evidence
+
+    def install(self) -> None:
+        """Register ``tidy``."""
+        self.daemon.api.add("tidy", self.api_tidy)
+
+    async def api_tidy(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        dry_run = bool(params.get("dry_run"))
+        registry = self.service.current()
+        candidates = [a for a in registry.agents.values() if a.worktree]
+        for candidate in candidates:
+            if stale(candidate) and Path(candidate.worktree or "").is_dir():
+                await self.evidence.check(candidate.id)
+        registry = self.service.current()
+        out = []
+        for old in candidates:
+            agent = registry.agents.get(old.id)
+            if agent is None or not agent.worktree:
+                continue
+            gone = not Path(agent.worktree).is_dir()
+            mission = registry.missions.get(agent.mission) if agent.mission else None
+            was_reported = mission is not None and reported(registry, mission, agent.id) is not None
+            verdict = tidy_check(agent, was_reported)
+            entry: dict[str, Any] = {
+                "agent": agent.id,
+                "name": agent.name,
+                "worktree": agent.worktree,
+                "branch": agent.branch,
+                "removable": verdict.removable and not gone,
+                "missing": ["the worktree is already gone"] if gone else list(verdict.missing),
+                "removed": False,
+            }
+            if entry["removable"] and not dry_run:
+                try:
+                    await asyncio.to_thread(
+                        git.remove_worktree, agent.repo or agent.worktree, agent.worktree
+                    )
+                    entry["removed"] = True
+                except git.GitError as exc:
+                    entry["missing"] = [str(exc)]
+            out.append(entry)
+        return out
