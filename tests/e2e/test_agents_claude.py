@@ -1,0 +1,119 @@
+"""volee with the REAL Claude Code (against the fake Anthropic API): spawn, permission, stop.
+
+The daemon runs as a subprocess with ``VOLEE_CLAUDE_BIN`` and the throwaway HOME in its
+environment; every command is the real ``volee`` CLI; ``volee spawn`` passes its env
+allow-list (the fake API's URL and key) to the agent.  Waiting is on ``volee ls --json``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.agents_rig import Volee
+from tests.fakes.fake_anthropic import FakeAnthropic
+from tests.fakes.harness_env import Sandbox, claude_env
+
+pytestmark = [pytest.mark.e2e, pytest.mark.claude, pytest.mark.timeout(60)]
+
+
+@pytest.fixture
+def volee(
+    real_claude: Path, real_sandbox: Sandbox, real_fake_anthropic: FakeAnthropic
+) -> Iterator[Volee]:
+    env = claude_env(real_sandbox.home, real_fake_anthropic.port, real_sandbox.project)
+    env["VOLEE_CLAUDE_BIN"] = str(real_claude)
+    rig = Volee(real_sandbox.root / "vh", env)
+    rig.start()
+    yield rig
+    rig.close()
+
+
+def test_spawn_runs_the_tool_then_stop_holds_and_a_restart_adopts(
+    volee: Volee, real_sandbox: Sandbox
+) -> None:
+    project = real_sandbox.project
+    agent_id = volee.cli(
+        "spawn",
+        "--cwd",
+        str(project),
+        "--name",
+        "c1",
+        "--permission-mode",
+        "bypassPermissions",
+        "--",
+        "RUN: echo hi > out.txt",
+    ).stdout.strip()
+
+    agent = volee.wait_state("c1", "done", timeout=30)
+
+    assert (project / "out.txt").read_text() == "hi\n"
+    assert agent["id"] == agent_id
+    assert agent["activity"] == "Bash: echo hi > out.txt"
+    record = volee.record(agent_id)
+    assert agent["session_id"] == record["argv"][record["argv"].index("--session-id") + 1]
+    timeline = volee.cli("timeline", "c1").stdout
+    assert "working" in timeline
+    assert "done" in timeline
+
+    # The daemon stops and starts again: the host lives on and is taken back, not restarted.
+    volee.stop()
+    volee.start()
+    adopted = volee.agent("c1")
+    assert volee.record(agent_id)["host_pid"] == record["host_pid"]
+    assert adopted["pid"] == record["program_pid"]
+    assert f"host {record['host_pid']} re-adopted" in volee.cli("timeline", "c1").stdout
+
+    # Still the same program: a message is a new turn in it.
+    volee.cli("send", "c1", "RUN: echo again > again.txt")
+    volee.wait(
+        "c1",
+        lambda a: a["state"] == "done" and a["activity"] == "Bash: echo again > again.txt",
+        "the second turn",
+        timeout=30,
+    )
+    assert volee.record(agent_id)["program_pid"] == record["program_pid"]
+
+    stopped = volee.cli("stop", "c1").stdout
+    assert "held" in stopped
+    agent = volee.wait_state("c1", "stopped", timeout=15)
+    assert agent["held"] == "stopped by you"
+    assert volee.record(agent_id)["exit"] is not None
+
+
+def test_manual_mode_asks_and_send_answers(volee: Volee, real_sandbox: Sandbox) -> None:
+    project = real_sandbox.project
+    agent_id = volee.cli(
+        "spawn",
+        "--cwd",
+        str(project),
+        "--name",
+        "c2",
+        "--permission-mode",
+        "manual",
+        "--",
+        "RUN: touch asked.txt",
+    ).stdout.strip()
+
+    volee.wait_state("c2", "needs-input", timeout=30, detail="permission for Bash")
+    assert not (project / "asked.txt").exists()
+    # PermissionRequest fires before the dialog is drawn, and the dialog takes keys only once
+    # drawn: a person answers later than that; wait for the dialog the way a person sees it.
+    deadline = time.monotonic() + 15
+    while "Esc to cancel" not in volee.screen(agent_id):
+        assert time.monotonic() < deadline, volee.screen(agent_id)
+        time.sleep(0.1)
+
+    volee.cli("send", "c2", "y")
+
+    volee.wait(
+        "c2",
+        lambda a: a["state"] in ("working", "done") and a["activity"] == "Bash: touch asked.txt",
+        "the tool to run after the answer",
+        timeout=20,
+    )
+    volee.wait_state("c2", "done", timeout=20)
+    assert (project / "asked.txt").exists()
