@@ -1,7 +1,8 @@
 """Runs the real tray app (``run_app``) for process-level tests.
 
 ``python tests/ui/app_for_test.py embed``: no daemon runs, so the app embeds
-the fake daemon (the ``start_daemon`` seam); ``client``: the app only connects.
+the fake daemon (the ``start_daemon`` seam); ``client``: the app only connects;
+``real``: run_app's defaults (the real daemon embedded).
 Opening an agent in a terminal runs ``$TERMINAL`` (tests point it at a script).
 """
 
@@ -19,6 +20,8 @@ def main() -> int:
     from volee_desktop.paths import dirs
 
     mode = sys.argv[1] if len(sys.argv) > 1 else "embed"
+    if mode == "real":  # run_app's defaults: the real daemon, embedded
+        return run_app(["volee", *sys.argv[2:]])
     start = FakeDaemon(dirs().socket).serve if mode == "embed" else None
     return run_app(["volee", *sys.argv[2:]], start_daemon=start)
 

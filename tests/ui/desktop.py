@@ -117,26 +117,7 @@ class Desktop:
             XDG_RUNTIME_DIR=str(self.dir),
         )
         self.env.pop("WAYLAND_DISPLAY", None)
-        self._spawn(
-            [
-                "trayer",
-                "--edge",
-                "top",
-                "--align",
-                "right",
-                "--widthtype",
-                "request",
-                "--height",
-                "28",
-                "--transparent",
-                "false",
-                "--tint",
-                "0x3b4148",
-                "--SetDockType",
-                "true",
-            ]
-        )
-        poll("the trayer panel", lambda: self.panel() is not None)
+        self._start_trayer()
         rc = self.dir / "dunstrc"
         rc.write_text(DUNSTRC)
         self._spawn(["dunst", "-config", str(rc)])
@@ -147,16 +128,50 @@ class Desktop:
         self.procs.append(self.monitor)
         self.monitor.wait_line(r"NameAcquired|member=", timeout=10)
 
-    def _spawn(self, argv: list[str]) -> None:
-        self.children.append(
-            subprocess.Popen(
-                argv,
-                env=self.env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+    def _spawn(self, argv: list[str]) -> subprocess.Popen[bytes]:
+        log = (self.dir / f"{Path(argv[0]).name}.log").open("ab")
+        child = subprocess.Popen(
+            argv,
+            env=self.env,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
         )
+        log.close()
+        self.children.append(child)
+        return child
+
+    def _start_trayer(self) -> None:
+        argv = [
+            "trayer",
+            "--edge",
+            "top",
+            "--align",
+            "right",
+            "--widthtype",
+            "request",
+            "--height",
+            "28",
+            "--transparent",
+            "false",
+            "--tint",
+            "0x3b4148",
+            "--SetDockType",
+            "true",
+        ]
+        for attempt in range(2):
+            trayer = self._spawn(argv)
+            try:
+                poll("the trayer panel", lambda: self.panel() is not None, timeout=15)
+                return
+            except AssertionError:
+                state = f"exited {trayer.returncode}" if trayer.poll() is not None else "running"
+                log = (self.dir / "trayer.log").read_text(errors="replace")[-2000:]
+                if attempt == 1:
+                    raise AssertionError(
+                        f"trayer showed no panel on {self.display} ({state}): {log}"
+                    ) from None
+                trayer.kill()
 
     def _dunst_up(self) -> bool:
         done = subprocess.run(

@@ -18,14 +18,22 @@ from volee_desktop.core.registry import Registry
 from volee_desktop.ipc.protocol import ErrorCode, IpcError
 from volee_desktop.ipc.server import Connection, IpcServer, MethodTable
 from volee_desktop.paths import ensure_private_dir
-from volee_desktop.store.codec import event_from_dict, event_to_dict, to_builtins
+from volee_desktop.store.codec import encode_registry, event_from_dict, event_to_dict, to_builtins
 
 
 class FakeDaemon:
     """An in-memory daemon speaking the real protocol."""
 
-    def __init__(self, socket: Path, registry: Registry | None = None) -> None:
+    def __init__(
+        self,
+        socket: Path,
+        registry: Registry | None = None,
+        snapshot_part: int = 256 * 1024,
+        inline_snapshot: bool = False,
+    ) -> None:
         self.socket = socket
+        self.snapshot_part = snapshot_part
+        self.inline_snapshot = inline_snapshot
         self.registry = registry or Registry()
         self.log: list[tuple[int, ev.Event]] = []
         self.calls: list[tuple[str, dict[str, Any]]] = []
@@ -82,10 +90,18 @@ class FakeDaemon:
                     self.subscribers.discard(conn)
 
     async def _subscribe(self, conn: Connection, params: dict[str, Any]) -> Any:
+        """Like the real daemon: the snapshot follows the reply as ``snapshot`` pushes."""
         since = params.get("since")
         self.subscribers.add(conn)
         if since is None:
-            return {"seq": self.registry.seq, "registry": to_builtins(self.registry)}
+            if self.inline_snapshot:  # docs/ipc.md's form
+                return {"seq": self.registry.seq, "registry": to_builtins(self.registry)}
+            text = encode_registry(self.registry).decode()
+            size = self.snapshot_part
+            parts = [text[i : i + size] for i in range(0, len(text), size)]
+            for index, part in enumerate(parts):  # held by the server until the reply is out
+                await conn.push("snapshot", {"part": index, "data": part})
+            return {"seq": self.registry.seq, "snapshot_parts": len(parts)}
         for seq, event in self.log:
             if seq > since:
                 await conn.push("event", {"seq": seq, "event": event_to_dict(event)})

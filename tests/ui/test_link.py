@@ -91,6 +91,27 @@ async def test_snapshot_then_live_events(socket_path: Path) -> None:
         await daemon.close()
 
 
+@pytest.mark.parametrize(("part", "inline"), [(64, False), (256 * 1024, False), (0, True)])
+async def test_snapshot_in_parts_or_inline(socket_path: Path, part: int, inline: bool) -> None:
+    scenario = Scenario()
+    ids = [scenario.world.agent(f"agent-{i}", AgentState.WORKING) for i in range(30)]
+    daemon = FakeDaemon(socket_path, snapshot_part=part or 1, inline_snapshot=inline)
+    await daemon.start()
+    await daemon.push(*scenario.take())
+    link = await IpcDaemonLink.connect(socket_path)
+    listener = Listener()
+    try:
+        await link.subscribe(listener)
+        assert set(listener.live.registry.agents) == set(ids)
+        assert listener.live.registry.seq == 30
+        late = scenario.world.agent("late", AgentState.NEEDS_INPUT)
+        await daemon.push(*scenario.take())
+        await listener.until(lambda: late in listener.live.registry.agents)
+    finally:
+        await link.close()
+        await daemon.close()
+
+
 async def test_a_daemon_error_is_a_link_error(socket_path: Path) -> None:
     daemon = FakeDaemon(socket_path)
     await daemon.start()

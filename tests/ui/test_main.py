@@ -98,3 +98,31 @@ def test_the_app_runs_the_daemon_itself_when_the_one_it_used_goes_away(
         daemon.kill()
         if app is not None:
             app.kill()
+
+
+def test_the_real_daemon_embedded_feeds_the_app_and_stops_on_request(volee_home: Path) -> None:
+    env = offscreen_env(volee_home)
+    env["VOLEE_LOG"] = "DEBUG"
+    app = procs.app("real", env)
+    try:
+        app.wait_line(r"connected to the volee daemon \(inside the app; 0 agents\)", timeout=30)
+        socket = dirs(env).socket
+        with Client.connect(socket) as client:
+            status = client.call("daemon.status")
+            assert status["pid"] == app.popen.pid  # the daemon runs in the app's process
+            client.call(
+                "agents.spawn",
+                harness="generic",
+                name="quick-exit",
+                argv=["sh", "-c", "exit 0"],
+                cwd=str(volee_home),
+            )
+        app.wait_line(r"agent quick-exit: new -> launching", timeout=30)
+        app.wait_line(r"agent quick-exit: \S+ -> (failed|stopped)", timeout=30)
+        with Client.connect(socket) as client:
+            client.call("daemon.stop")
+        app.wait_line(r"asked to stop; the app stays a client", timeout=30)
+        assert app.popen.poll() is None  # the app itself keeps running
+        assert app.stop(signal.SIGTERM) == 0
+    finally:
+        app.kill()

@@ -165,6 +165,13 @@ class AppController(QObject):
     def on_change(self, change: Change) -> None:
         if change.agents:
             self._refresh_summary()
+            if log.isEnabledFor(logging.DEBUG):
+                for before, after in change.agents:
+                    old = before.state.value if before is not None else "new"
+                    new = after.state.value if after is not None else "gone"
+                    agent = after or before
+                    if old != new and agent is not None:
+                        log.debug("agent %s: %s -> %s", agent.name, old, new)
         for _before, after in change.agents:
             if after is not None and after.id in self.windows:
                 window = self.windows[after.id]

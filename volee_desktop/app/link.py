@@ -21,7 +21,7 @@ import msgspec
 
 from volee_desktop.core.events import Event
 from volee_desktop.core.registry import Registry
-from volee_desktop.store.codec import CodecError, event_from_dict
+from volee_desktop.store.codec import CodecError, decode_registry, event_from_dict
 
 from .errors import LinkError
 
@@ -87,6 +87,7 @@ ClientFactory = Callable[[], Awaitable[Any]]
 
 # Reconnect quickly at first (a daemon restart takes well under a second), then back off.
 RECONNECT_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
+SNAPSHOT_TIMEOUT = 30.0
 
 
 class IpcDaemonLink:
@@ -102,6 +103,9 @@ class IpcDaemonLink:
         # Pushes that arrive before the subscribe reply was handled wait here.
         self._early: list[dict[str, Any]] | None = None
         self._watch: asyncio.Task[None] | None = None
+        self._parts: dict[int, str] = {}
+        self._parts_wanted: int | None = None
+        self._parts_done: asyncio.Future[str] | None = None
 
     @classmethod
     async def connect(cls, path: Path | None = None) -> IpcDaemonLink:
@@ -151,23 +155,72 @@ class IpcDaemonLink:
     async def _start_feed(self, since: int | None) -> None:
         self._drop_callbacks()
         self._early = []
+        self._parts = {}
+        self._parts_wanted = None
+        self._parts_done = asyncio.get_running_loop().create_future()
         self._unsubscribe.append(self._client.on_push("event", self._on_push_event))
+        self._unsubscribe.append(self._client.on_push("snapshot", self._on_push_snapshot))
         self._unsubscribe.append(self._client.on_push("notice", self._on_push_notice))
         try:
             result = await self.call("subscribe", {"since": since, "interactive": True})
+            registry = await self._snapshot_of(result)
         except BaseException:
             self._early = None
             raise
         listener = self._listener
         assert listener is not None
-        if isinstance(result, dict) and "registry" in result:
-            registry = registry_from_builtins(result["registry"])
+        if registry is not None:
             self._seq = int(result["seq"])
             registry.seq = self._seq
             listener.on_snapshot(registry, self._seq)
         early, self._early = self._early, None
         for payload in early:
             self._deliver(payload)
+
+    async def _snapshot_of(self, result: Any) -> Registry | None:
+        """The registry a subscribe reply carries: inline, or as ``snapshot`` pushes."""
+        if not isinstance(result, dict):
+            return None
+        if "registry" in result:  # docs/ipc.md's form
+            return registry_from_builtins(result["registry"])
+        count = result.get("snapshot_parts")
+        if not isinstance(count, int):
+            return None  # a replay: events follow
+        self._parts_wanted = count
+        if count == 0:
+            return Registry()
+        self._check_parts()
+        done = self._parts_done
+        assert done is not None
+        try:
+            async with asyncio.timeout(SNAPSHOT_TIMEOUT):
+                text = await done
+        except TimeoutError:
+            raise LinkError(
+                f"the daemon announced a snapshot in {count} parts but sent "
+                f"{len(self._parts)} within {SNAPSHOT_TIMEOUT:g} s; reconnecting"
+            ) from None
+        try:
+            return decode_registry(text.encode())
+        except CodecError as exc:
+            raise LinkError(f"the daemon's registry snapshot cannot be read: {exc}") from exc
+
+    def _on_push_snapshot(self, payload: dict[str, Any]) -> None:
+        part, data = payload.get("part"), payload.get("data")
+        if isinstance(part, int) and isinstance(data, str):
+            self._parts[part] = data
+            self._check_parts()
+
+    def _check_parts(self) -> None:
+        wanted = self._parts_wanted
+        done = self._parts_done
+        if (
+            done is not None
+            and wanted is not None
+            and len(self._parts) >= wanted
+            and not done.done()
+        ):
+            done.set_result("".join(self._parts[i] for i in range(wanted)))
 
     def _on_push_event(self, payload: dict[str, Any]) -> None:
         if self._early is not None:

@@ -48,20 +48,32 @@ def _default_connect() -> Connector:
     return connect
 
 
+class _Default:
+    """Marks an argument left out: use the real thing."""
+
+
+REAL = _Default()
+
+
 def run_app(
     argv: list[str],
     *,
-    start_daemon: DaemonStarter | None = None,
+    start_daemon: DaemonStarter | _Default | None = REAL,
     connect: Connector | None = None,
     options: Any = None,
 ) -> int:
     """Run the tray app until the person quits; the process exit status.
 
     ``start_daemon(stop)`` runs the daemon in this loop until ``stop`` is set
-    (None: never embed one); ``connect()`` returns a ``DaemonLink`` or raises
+    (default: the real daemon, ``embed.run_embedded_daemon``; None: never
+    embed one, only connect); ``connect()`` returns a ``DaemonLink`` or raises
     when no daemon answers (default: the local socket).  ``options`` is an
     ``AppOptions`` (tests replace the terminal, the sinks, ...).
     """
+    if isinstance(start_daemon, _Default):
+        from .embed import run_embedded_daemon
+
+        start_daemon = run_embedded_daemon
     from volee_desktop.paths import dirs
 
     _setup_logging()
@@ -155,7 +167,7 @@ class AppSession:
         self.daemon_stop = asyncio.Event()
         self.daemon_task: asyncio.Task[Any] | None = None
         self.link: DaemonLink | None = None
-        self._down_since: float | None = None
+        self.stopped_on_request = False
         self._wake_server: asyncio.AbstractServer | None = None
         controller.quit_requested.connect(self.quit.set)
         controller.live.observe_connection(self._connection_changed)
@@ -233,7 +245,10 @@ class AppSession:
         if exc is not None:
             log.error("the embedded daemon stopped: %s", exc, exc_info=exc)
         else:
-            log.info("the embedded daemon stopped")
+            # Someone asked it to stop (`volee daemon stop`): do not bring it back on our
+            # own; the link still joins any daemon that starts later.
+            self.stopped_on_request = True
+            log.info("the daemon inside the app was asked to stop; the app stays a client")
 
     async def _wait_for_daemon(self) -> DaemonLink:
         loop = asyncio.get_running_loop()
@@ -272,12 +287,21 @@ class AppSession:
 
     def _connection_changed(self, connection: Any) -> None:
         """The daemon we were a client of went away: run one ourselves if it stays away."""
-        if connection.connected or self.start_daemon is None or self.link is None:
+        if (
+            connection.connected
+            or self.start_daemon is None
+            or self.link is None
+            or self.stopped_on_request
+        ):
             return
         loop = asyncio.get_event_loop()
 
         def check() -> None:
-            if not self.controller.live.connection.connected and not self.quit.is_set():
+            if (
+                not self.controller.live.connection.connected
+                and not self.quit.is_set()
+                and not self.stopped_on_request
+            ):
                 log.info("the daemon is still away: running it inside the app")
                 self._embed()
 
