@@ -126,3 +126,43 @@ def test_the_real_daemon_embedded_feeds_the_app_and_stops_on_request(volee_home:
         assert app.stop(signal.SIGTERM) == 0
     finally:
         app.kill()
+
+
+def test_quitting_the_app_leaves_agents_running(volee_home: Path) -> None:
+    import json
+    import os
+
+    from .desktop import poll
+
+    env = offscreen_env(volee_home)
+    app = procs.app("real", env)
+    pids: list[int] = []
+    try:
+        app.wait_line(r"connected to the volee daemon \(inside the app", timeout=30)
+        socket = dirs(env).socket
+        with Client.connect(socket) as client:
+            view = client.call(
+                "agents.spawn",
+                harness="generic",
+                name="sleeper",
+                argv=["sleep", "120"],
+                cwd=str(volee_home),
+            )
+        record = dirs(env).hosts / f"{view['id']}.json"
+
+        def started() -> bool:
+            return record.exists() and bool(json.loads(record.read_text()).get("program_pid"))
+
+        poll("the host record", started, timeout=20)
+        data = json.loads(record.read_text())
+        pids = [int(data["host_pid"]), int(data["program_pid"])]
+        assert app.stop(signal.SIGTERM) == 0
+        for pid in pids:
+            os.kill(pid, 0)  # raises if the host or its program went with the app
+    finally:
+        app.kill()
+        for pid in reversed(pids):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
