@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -32,6 +33,7 @@ def extend(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--repo", action="append", required=True, metavar="PATH", dest="repos")
     p.add_argument("--workers", type=int, metavar="N", help="how many workers to spawn")
     p.add_argument("--harness", choices=["claude", "codex", "pi", "generic"], default="claude")
+    p.add_argument("--name", help="the coordinator's name (default: from the goal)")
     p.add_argument("--model")
     p.add_argument("--permission-mode", dest="permission_mode")
     p.add_argument("--json", action="store_true")
@@ -74,6 +76,7 @@ def cmd_create(args: argparse.Namespace) -> int:
         "repositories": [str(Path(r).expanduser().absolute()) for r in args.repos],
         "workers": args.workers,
         "harness": args.harness,
+        "name": args.name,
         "model": args.model,
         "permission_mode": args.permission_mode,
         "env": allowed_env(dict(os.environ)),
@@ -114,13 +117,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"  why: {m['reason']}")
     print(f"  goal: {m['goal']}")
     print(f"  repositories: {', '.join(m['repositories'])}")
-    assessments = m.get("assessments") or {}
     for a in m["agents"]:
-        verdict = assessments.get(a["id"])
-        said = f"  {verdict['verdict']}: {verdict['reason']}" if verdict else ""
+        said = f"  {a['verdict']}: {a['verdict_reason']}" if a.get("verdict") else ""
         print(f"  {a['role']:<11} {a['name']:<24} {a['state']:<11}{said}")
+        if a.get("delivery") and m["kind"] == "change" and a["role"] != "coordinator":
+            print(f"{'':<14}evidence: {evidence(a['delivery'])}")
     if m.get("messages"):
         print("messages:")
+    question = None
     for msg in m.get("messages", []):
         stamp = time.strftime("%H:%M:%S", time.localtime(msg["at"]))
         to = ", ".join(msg["recipient_names"])
@@ -129,15 +133,59 @@ def cmd_show(args: argparse.Namespace) -> int:
             print(
                 f"           options: {', '.join(msg['options'])} (approving: {msg['approving']})"
             )
-    if m["status"] == "awaiting-approval":
-        print(f"answer with: volee mission answer {m['id']} --option OPTION  (or a text)")
+        if msg["id"] == m.get("report"):
+            question = msg
+    if m["status"] == "awaiting-approval" and question is not None:
+        print(
+            f"answer with: volee mission answer {m['id']} --option "
+            f"{shlex.quote(question['approving'])}"
+            " (approves: merges every worker's branch and closes the mission),"
+            " another --option, or a text (back to the coordinator)"
+        )
     return 0
+
+
+def evidence(d: dict[str, Any]) -> str:
+    """A worker's delivery evidence in one line: branch, commits, push, pull request, tree."""
+    base = d.get("base") or "the base branch"
+    if d.get("merged_into_base"):
+        commits = f"merged into {base}"
+    else:
+        n = d.get("commits") or 0
+        commits = f"{n} commit{'s' if n != 1 else ''} ahead of {base}"
+    parts = [f"branch {d.get('branch') or '?'}", commits, PUSHED.get(d.get("pushed") or "", "?")]
+    if d.get("pushed") != "no-remote":
+        pr = d.get("pull_request")
+        if pr:
+            where = "at the tip" if pr.get("head") == d.get("tip") else "NOT at the tip"
+            parts.append(f"pull request #{pr['number']} {pr['state']} {where}")
+        elif d.get("pull_request_known"):
+            parts.append("no pull request")
+        else:
+            parts.append("pull request unknown")
+    clean = d.get("clean")
+    parts.append(
+        "clean tree" if clean else "tree unread" if clean is None else "uncommitted changes"
+    )
+    read = time.strftime("%H:%M:%S", time.localtime(d.get("checked_at") or 0))
+    return ", ".join(parts) + f" (read {read})"
+
+
+PUSHED = {
+    "pushed": "pushed",
+    "unpushed": "not pushed",
+    "no-remote": "no remote",
+    "unknown": "push state unknown",
+}
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
     text = " ".join(args.text) or None
     if args.option is None and text is None:
-        raise CliError("answer with --option OPTION or a text")
+        raise CliError(
+            f"answer with --option OPTION or a text; `volee mission show {args.mission}` "
+            "lists the report's options"
+        )
     params: dict[str, Any] = {"mission": args.mission}
     if args.option is not None:
         params["option"] = args.option

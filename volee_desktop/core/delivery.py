@@ -46,7 +46,10 @@ def _pull_request_problem(d: Delivery) -> str | None:
     if pr is not None and pr.state in ("open", "merged"):
         return None
     if not d.pull_request_known:
-        return "pull request unknown (no forge answer: store a GitHub token to read it)"
+        return (
+            "pull request unknown (volee reads pull requests on GitHub with a token stored in "
+            "the keyring, see docs/missions.md; a branch merged into its base always counts)"
+        )
     old = d.pull_request
     if old is not None and old.head != d.tip:
         return f"pull request #{old.number} is not at the branch's tip"

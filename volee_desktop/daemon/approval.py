@@ -179,7 +179,7 @@ class Approval:
         if mission.kind is not MissionKind.CHANGE:
             return
         evidence = self.runner.evidence
-        forge = evidence.forge_factory()
+        forge = await asyncio.to_thread(evidence.forge)
         problems: list[str] = []
         workers = workers_of(registry, mission)
         for worker in workers:

@@ -48,6 +48,7 @@ class Evidence:
         self.forge_factory = Forge.from_environment
         self._checking: set[str] = set()
         self._check_again: set[str] = set()
+        self.github_token = "not read yet"  # what the last check found (volee daemon status)
 
     def on_event(self, registry: Registry, event: ev.Event) -> None:
         """A change worker that stops gets its evidence read."""
@@ -88,6 +89,12 @@ class Evidence:
 
         self.daemon.spawn_task(loop(), f"git check {agent_id}")
 
+    def forge(self) -> Forge:
+        """A forge client with the keyring's token as it is now (this blocks: call in a thread)."""
+        forge = self.forge_factory()
+        self.github_token = forge.token_note or ("found" if forge.token else "none")
+        return forge
+
     async def check(self, agent_id: str) -> Delivery | None:
         """Read and record the agent's evidence; ``checked_at`` is when the check began."""
         began = time.time()
@@ -107,12 +114,12 @@ class Evidence:
             or (previous.base if previous else None),
             unmerged_tip=previous.unmerged_tip if previous else None,
         )
-        forge = self.forge_factory()
 
         def read() -> Delivery:
             found = git.read_delivery(target, began)
             if found.pushed in (PushState.NO_REMOTE,) or not found.branch:
                 return found
+            forge = self.forge()  # here: the keyring may block, and this runs in a thread
             known, pr = forge.pull_request(git.remote_url_of(tree, found.branch), found.branch)
             return replace(found, pull_request=pr, pull_request_known=known)
 

@@ -48,17 +48,27 @@ def github_slug(url: str | None) -> tuple[str, str] | None:
 
 def stored_token() -> str | None:
     """The GitHub token from the OS keyring (None when absent or the keyring fails)."""
+    return read_token()[0]
+
+
+def read_token() -> tuple[str | None, str]:
+    """The GitHub token from the OS keyring, and a note saying where it came from or why not."""
     try:
         import keyring
         from keyring.errors import KeyringError
-
-        try:
-            return keyring.get_password(KEYRING_SERVICE, KEYRING_USER)
-        except KeyringError as exc:
-            log.info("keyring unavailable for the GitHub token: %s", exc)
-            return None
     except ImportError:
-        return None
+        return None, "the keyring package is not installed"
+    try:
+        token = keyring.get_password(KEYRING_SERVICE, KEYRING_USER)
+    except KeyringError as exc:
+        log.info("keyring unavailable for the GitHub token: %s", exc)
+        return None, f"keyring unavailable ({exc}); see docs/missions.md"
+    if not token:
+        return (
+            None,
+            f"none in the keyring (store one: keyring set {KEYRING_SERVICE} {KEYRING_USER})",
+        )
+    return token, "found in the keyring"
 
 
 @dataclass
@@ -67,11 +77,15 @@ class Forge:
 
     api: str = ""
     token: str | None = None
+    token_note: str = ""  # where the token came from, or why there is none
 
     @classmethod
     def from_environment(cls) -> Forge:
         """The API root from VOLEE_GITHUB_API (else github.com) and the keyring's token."""
-        return cls(api=os.environ.get("VOLEE_GITHUB_API") or DEFAULT_API, token=stored_token())
+        token, note = read_token()
+        return cls(
+            api=os.environ.get("VOLEE_GITHUB_API") or DEFAULT_API, token=token, token_note=note
+        )
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         assert self.token is not None

@@ -236,7 +236,7 @@ class Messages:
                 for m in registry.messages.values()
                 if reader in m.recipients and (not unread_only or unread(m))
             ),
-            key=lambda m: (m.at, m.id),
+            key=lambda m: m.at,  # then log order: ids of one millisecond are not ordered
         )
         limit = params.get("limit")
         if isinstance(limit, int) and limit > 0:

@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import events as ev
 from ..core.ids import MISSION, THREAD
-from ..core.model import HUMAN, Mission, MissionKind, MissionStatus, ThreadKind
+from ..core.model import HUMAN, Agent, Message, Mission, MissionKind, MissionStatus, ThreadKind
 from ..core.registry import Registry
 from ..core.supervisor import supervise, workers_of
 from ..ipc.protocol import ErrorCode, IpcError
 from ..ipc.server import Connection
 from ..store.codec import to_builtins
 from . import git
+from .agents import slug, unique_name
 from .approval import Approval
 from .errors import Refused
 from .evidence import Evidence
@@ -80,6 +81,20 @@ def worker_brief(mission: Mission, task: str) -> str:
     )
 
 
+def assessed_view(mission: Mission, agent: Agent) -> dict[str, Any]:
+    """An agent of the mission with its verdict and the delivery evidence behind it."""
+    view = agent_view(agent)
+    assessment = mission.assessments.get(agent.id)
+    view["verdict"] = str(assessment.verdict) if assessment else None
+    view["verdict_reason"] = assessment.reason if assessment else None
+    view["delivery"] = to_builtins(agent.delivery) if agent.delivery else None
+    return view
+
+
+def _at(message: Message) -> float:
+    return message.at
+
+
 class MissionsRunner:
     """Supervision rounds and the missions IPC methods; owns evidence, messages, approval, tidy."""
 
@@ -119,7 +134,10 @@ class MissionsRunner:
     def _status(self) -> str:
         registry = self.service.registry
         open_ = sum(1 for m in registry.missions.values() if not m.status.ended)
-        return f"{open_} open, {self.rounds} supervision rounds"
+        return (
+            f"{open_} open, {self.rounds} supervision rounds, "
+            f"GitHub token: {self.evidence.github_token}"
+        )
 
     async def sweep(self) -> None:
         """At start: read evidence never read, then supervise every open mission."""
@@ -257,7 +275,9 @@ class MissionsRunner:
             "cwd": repos[0],
             "role": "coordinator",
             "mission": mission_id,
-            "name": params.get("name") or None,
+            # Named after the goal: the brief's first words would name every coordinator alike.
+            "name": text(params, "name", required=False)
+            or unique_name(slug(f"coord {goal}"), self.service.current().agents.values()),
         }
         for key in ("env", "model", "permission_mode", "argv"):
             if params.get(key) is not None:
@@ -298,11 +318,14 @@ class MissionsRunner:
         registry = self.service.registry
         mission = resolve_mission(registry, text(params, "mission") or "")
         data = mission_view(mission, registry)
+        data["agents"] = [
+            assessed_view(mission, a)
+            for a in registry.by_urgency(registry.mission_agents(mission.id))
+        ]
         threads = [t for t in registry.threads.values() if t.mission == mission.id]
         ids = {t.id for t in threads}
-        messages = sorted(
-            (m for m in registry.messages.values() if m.thread in ids), key=lambda m: (m.at, m.id)
-        )
+        # By time, then in log order: ids drawn in the same millisecond are not ordered.
+        messages = sorted((m for m in registry.messages.values() if m.thread in ids), key=_at)
         data["threads"] = [to_builtins(t) for t in threads]
         data["messages"] = [message_view(registry, m.id) for m in messages]
         return data
@@ -357,14 +380,7 @@ class MissionsRunner:
             mission = mission_param(self.service.current(), params, agent)
         else:
             mission = resolve_mission(registry, text(params, "mission") or "")
-        out = []
-        for worker in workers_of(registry, mission):
-            view = agent_view(worker)
-            assessment = mission.assessments.get(worker.id)
-            view["verdict"] = str(assessment.verdict) if assessment else None
-            view["verdict_reason"] = assessment.reason if assessment else None
-            out.append(view)
-        return out
+        return [assessed_view(mission, worker) for worker in workers_of(registry, mission)]
 
     async def api_join(self, _conn: Connection, params: dict[str, Any]) -> Any:
         agent = agent_param(self.service.current(), params)
