@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from volee_desktop.hosts.launcher import HostClient
 from volee_desktop.hosts.records import host_alive, program_alive, read_record
 from volee_desktop.ipc.client import Client
 from volee_desktop.paths import Dirs, dirs
@@ -163,6 +165,21 @@ class Volee:
             reply = client.request("agents.screen", {"agent": agent_id, "lines": lines})
         text: str = reply["text"]
         return text
+
+    def wait_output(self, agent_id: str, needle: str, timeout: float = 15) -> None:
+        """Wait until the program has drawn ``needle`` (read from an attached stream, escape
+        sequences taken out: a TUI draws words apart with cursor moves)."""
+        socket = self.record(agent_id)["socket"]
+        seen = b""
+        deadline = time.monotonic() + timeout
+        with HostClient(socket).open_stream() as stream:
+            while True:
+                seen += stream.read(0.2)
+                text = re.sub(rb"\x1b\[[0-9;?]*[ -/]*[@-~]", b" ", seen).decode(errors="replace")
+                if needle in re.sub(r"\s+", " ", text):
+                    return
+                if time.monotonic() > deadline or stream.closed:
+                    pytest.fail(f"{needle!r} was not drawn; output: {text[-2000:]}")
 
     @property
     def dirs(self) -> Dirs:

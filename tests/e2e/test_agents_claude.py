@@ -7,7 +7,6 @@ allow-list (the fake API's URL and key) to the agent.  Waiting is on ``volee ls 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,10 +101,7 @@ def test_manual_mode_asks_and_send_answers(volee: Volee, real_sandbox: Sandbox) 
     assert not (project / "asked.txt").exists()
     # PermissionRequest fires before the dialog is drawn, and the dialog takes keys only once
     # drawn: a person answers later than that; wait for the dialog the way a person sees it.
-    deadline = time.monotonic() + 15
-    while "Esc to cancel" not in volee.screen(agent_id):
-        assert time.monotonic() < deadline, volee.screen(agent_id)
-        time.sleep(0.1)
+    volee.wait_output(agent_id, "Esc to cancel")
 
     volee.cli("send", "c2", "y")
 
