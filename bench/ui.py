@@ -199,11 +199,81 @@ def app_process(idle_seconds: float) -> dict[str, float]:
     return out
 
 
+def real_daemon_idle(idle_seconds: float) -> dict[str, float]:
+    """The app with the real daemon embedded and 10 live generic agents (``sleep``)."""
+    import json
+    import signal
+
+    import psutil
+    from ui import desktop as dt
+
+    home = Path(tempfile.mkdtemp(prefix="vb", dir="/tmp"))
+    desk = None if dt.missing() else dt.Desktop()
+    if desk is not None:
+        env = procs.child_env(
+            home,
+            **{k: desk.env[k] for k in ("DISPLAY", "QT_QPA_PLATFORM", "DBUS_SESSION_BUS_ADDRESS")},
+        )
+    else:
+        env = procs.child_env(home, QT_QPA_PLATFORM="offscreen")
+        env.pop("DISPLAY", None)
+    app = procs.app("real", env)
+    pids: list[int] = []
+    out: dict[str, float] = {}
+    try:
+        app.wait_line(r"connected to the volee daemon", timeout=60)
+        paths = dirs({"VOLEE_HOME": str(home)})
+        ids = []
+        with Client.connect(paths.socket) as client:
+            for i in range(10):
+                view = client.call(
+                    "agents.spawn",
+                    harness="generic",
+                    name=f"sleeper-{i}",
+                    argv=["sleep", "3600"],
+                    cwd=str(home),
+                )
+                ids.append(view["id"])
+        deadline = time.monotonic() + 30
+        for agent_id in ids:
+            record = paths.hosts / f"{agent_id}.json"
+            while time.monotonic() < deadline:
+                if record.exists() and json.loads(record.read_text()).get("program_pid"):
+                    data = json.loads(record.read_text())
+                    pids += [int(data["host_pid"]), int(data["program_pid"])]
+                    break
+                time.sleep(0.1)
+        proc = psutil.Process(app.popen.pid)
+        time.sleep(5.0)  # start-up work (discovery's first listing) is not idle
+        cpu0, ctx0, t0 = proc.cpu_times(), proc.num_ctx_switches(), time.monotonic()
+        time.sleep(idle_seconds)
+        cpu1, ctx1, dt_ = proc.cpu_times(), proc.num_ctx_switches(), time.monotonic() - t0
+        used = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+        out["idle_cpu_pct"] = 100 * used / dt_
+        out["wakeups_per_s"] = (ctx1.voluntary - ctx0.voluntary) / dt_
+        out["rss_mib"] = proc.memory_info().rss / MiB
+        out["live"] = float(len(pids) // 2)
+    finally:
+        app.stop()
+        app.kill()
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if desk is not None:
+            desk.close()
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument(
+        "--real-daemon", action="store_true", help="also: the real daemon embedded, 10 sleepers"
+    )
     args = parser.parse_args()
 
     print(f"event -> list model, {args.events} events at {args.rate:g}/s over 500 agents")
@@ -225,6 +295,12 @@ def main() -> None:
     print(f"  RSS with 500 agents: {figures['rss_500_mib']:6.1f} MiB (<= 160)")
     if "rss_500_open_mib" in figures:
         print(f"  RSS with 500 agents, list open: {figures['rss_500_open_mib']:6.1f} MiB")
+    if args.real_daemon:
+        real = real_daemon_idle(args.idle_seconds)
+        print(f"app with the real daemon embedded, {real['live']:.0f} live generic agents:")
+        print(f"  idle CPU (app + daemon): {real['idle_cpu_pct']:.3f} % of one core")
+        print(f"  wake-ups (voluntary switches): {real['wakeups_per_s']:.2f} /s")
+        print(f"  RSS (app + daemon): {real['rss_mib']:6.1f} MiB")
 
 
 if __name__ == "__main__":

@@ -1,1 +1,13 @@
-"""The Qt tray app (the only package that imports PySide6 and qasync)."""
+"""The Qt tray app (the only package that imports PySide6 and qasync).
+
+Entry point: ``main.run_app(argv, start_daemon=..., connect=...)`` (``volee app``).
+The daemon is reached only through ``link.DaemonLink`` (``IpcDaemonLink`` for
+real, ``tests/ui/fakes.py: FakeDaemonLink`` in tests).
+
+Qt-free: ``link``, ``live`` (the local registry and what each event changed),
+``summary`` (tray counts and tooltip), ``notify_policy`` (when to notify),
+``texts``, ``terminal``, ``lock``, ``tasks``, ``embed`` (the real daemon in the loop).
+Qt: ``controller`` (composition), ``tray``, ``icons``, ``agent_model``,
+``delegate``, ``panel``, ``agent_window``, ``timeline``, ``approval``,
+``settings``, ``notifier``.
+"""
