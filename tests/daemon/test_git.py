@@ -104,6 +104,29 @@ def test_merge_branch_refuses_a_dirty_base_tree(root: Path) -> None:
         merge_branch(repo, "main", "volee/w1", "merge")
 
 
+def test_merge_branch_ignores_untracked_files_in_the_base_tree(root: Path) -> None:
+    # A project that does not ignore .claude/ sees volee's worktrees as untracked files.
+    repo = make_repo(root, remote=False)
+    (repo / ".gitignore").unlink()
+    git(repo, "commit", "-q", "-am", "no ignore")
+    wt = worktree(repo)
+    commit_file(wt, "a.txt")
+    (repo / "notes.txt").write_text("mine\n")
+    merge_branch(repo, "main", "volee/w1", "merge")
+    assert (repo / "a.txt").exists()
+    assert (repo / "notes.txt").read_text() == "mine\n"
+
+
+def test_merge_branch_says_why_git_refused(root: Path) -> None:
+    repo = make_repo(root, remote=False)
+    wt = worktree(repo)
+    commit_file(wt, "a.txt", "theirs\n")
+    (repo / "a.txt").write_text("mine\n")  # untracked, and the merge would overwrite it
+    with pytest.raises(GitError, match="would be overwritten"):
+        merge_branch(repo, "main", "volee/w1", "merge")
+    assert (repo / "a.txt").read_text() == "mine\n"
+
+
 def test_merge_branch_when_base_is_not_checked_out(root: Path) -> None:
     repo = make_repo(root, remote=False)
     git(repo, "checkout", "-q", "-b", "other")

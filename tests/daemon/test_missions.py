@@ -257,3 +257,33 @@ async def test_tidy_removes_only_delivered_worktrees_and_keeps_branches(
     assert next(e for e in done if e["agent"] == w1)["removed"]
     assert not Path(agent.worktree).exists()
     assert git(repo, "branch", "--list", agent.branch or "")
+
+
+async def test_approval_merges_into_a_base_tree_holding_volees_worktrees(
+    root: Path, daemon: Daemon
+) -> None:
+    # A project that does not ignore .claude/: volee's worktrees are untracked files in it.
+    repo = make_repo(root, remote=False)
+    git(repo, "rm", "-q", ".gitignore")
+    git(repo, "commit", "-q", "-m", "no ignore file")
+    mission, coordinator = await start_mission(daemon, repo)
+    worker = await spawn(daemon, coordinator, COMMIT.format(n="one"))
+    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    shown = await call(daemon, "missions.show", mission=mission)
+    view = next(a for a in shown["agents"] if a["id"] == worker)
+    assert view["verdict"] == "delivered"
+    assert view["verdict_reason"] == "1 commit, no remote, clean tree"
+    assert view["delivery"]["commits"] == 1
+    assert view["delivery"]["pushed"] == "no-remote"
+    assert view["delivery"]["clean"] is True
+    await call(daemon, "missions.request_approval", agent=coordinator, body="one file")
+    # The answer waits for the merges: it replies with the mission closed.
+    answered = await call(daemon, "missions.answer", mission=mission, option="approve")
+    assert answered["status"] == "closed", answered["reason"]
+    assert (repo / "one.txt").exists()
+    shown = await call(daemon, "missions.show", mission=mission)
+    notices = [m["body"] for m in shown["messages"] if m["sender"] == "volee"]
+    # In the order they were posted, even within one millisecond.
+    assert notices.index("The human approved your report.") < notices.index(
+        "The mission is closed."
+    )

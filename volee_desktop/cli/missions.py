@@ -191,14 +191,18 @@ def cmd_answer(args: argparse.Namespace) -> int:
         params["option"] = args.option
     if text is not None:
         params["text"] = text
-    view = call(args, "missions.answer", **params)
+    # An approval merges every worker's branch before the daemon replies: give it time.
+    with connect(dirs(), timeout=300.0) as client:
+        view = client.call("missions.answer", **params)
     if args.json:
         emit_json(view)
-    else:
-        print(
-            f"mission {view['id']}: {view['status']}"
-            + (f" ({view['reason']})" if view.get("reason") else "")
-        )
+        return 0
+    print(
+        f"mission {view['id']}: {view['status']}"
+        + (f" ({view['reason']})" if view.get("reason") else "")
+    )
+    if view["status"] == "approved":
+        print(f"still merging: `volee mission show {view['id']}` follows it")
     return 0
 
 

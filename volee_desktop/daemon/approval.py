@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: How long ``missions.answer`` waits for the merges of an approval before it replies.
+MERGE_WAIT = 240.0
+
 
 class Approval:
     """``missions.request_approval`` and ``missions.answer``, and merging approved work."""
@@ -51,7 +54,7 @@ class Approval:
     def __init__(self, runner: MissionsRunner) -> None:
         self.runner = runner
         self.service = runner.service
-        self._merging: set[str] = set()
+        self._merging: dict[str, asyncio.Task[Any]] = {}
 
     def install(self) -> None:
         """Register the IPC methods."""
@@ -149,8 +152,13 @@ class Approval:
                 ev.MessageRead(at=time.time(), message=question.id, recipient=HUMAN),
             ]
         )
-        # The supervisor answers in the same breath; wait for it so the reply shows the result.
+        # The supervisor answers in the same breath; wait for it so the reply shows the result,
+        # and for the merges an approval starts (bounded: the reply says if they still run).
         await self.runner.supervise_now(mission.id)
+        merging = self._merging.get(mission.id)
+        if merging is not None:
+            await asyncio.wait({merging}, timeout=MERGE_WAIT)
+            await self.runner.supervise_now(mission.id)
         registry = self.service.current()
         view = mission_view(registry.missions[mission.id], registry)
         view["answer"] = message_id
@@ -162,15 +170,14 @@ class Approval:
         """Merge the approved mission's work in the background (once at a time)."""
         if mission_id in self._merging:
             return
-        self._merging.add(mission_id)
 
         async def run() -> None:
             try:
                 await self.merge_all(mission_id)
             finally:
-                self._merging.discard(mission_id)
+                self._merging.pop(mission_id, None)
 
-        self.runner.daemon.spawn_task(run(), f"merge {mission_id}")
+        self._merging[mission_id] = self.runner.daemon.spawn_task(run(), f"merge {mission_id}")
 
     async def merge_all(self, mission_id: str) -> None:
         """Merge every worker's branch of an approved mission; back to reporting on failure."""
@@ -204,7 +211,11 @@ class Approval:
         if not unmerged:
             return  # the supervisor closes the mission on the new evidence
         reason = "; ".join(problems) or f"merge not seen for {', '.join(unmerged)}"
-        await self._back_to_reporting(current, f"merging failed: {reason}")
+        await self._back_to_reporting(
+            current,
+            f"merging failed: {reason} (once that is fixed, the coordinator presents its "
+            "report again)",
+        )
 
     async def _back_to_reporting(self, mission: Mission, reason: str) -> None:
         registry = self.service.current()

@@ -47,6 +47,11 @@ def _git(cwd: str | Path, *args: str, check: bool = True) -> subprocess.Complete
     return proc
 
 
+def _said(proc: subprocess.CompletedProcess[str]) -> str:
+    """What git said, on both streams (a merge puts conflicts on stdout, refusals on stderr)."""
+    return " ".join(part for part in (proc.stdout.strip(), proc.stderr.strip()) if part)
+
+
 def _out(cwd: str | Path, *args: str) -> str | None:
     proc = _git(cwd, *args, check=False)
     return proc.stdout.strip() if proc.returncode == 0 else None
@@ -122,11 +127,15 @@ def push_state(cwd: str | Path, branch: str, tip: str) -> PushState:
     return PushState.PUSHED if is_ancestor(cwd, tip, tracked) else PushState.UNPUSHED
 
 
-def clean_tree(worktree: str | Path) -> bool | None:
-    """Whether the tree has no change and no untracked file (None: it cannot be read)."""
+def clean_tree(worktree: str | Path, *, untracked: bool = True) -> bool | None:
+    """Whether the tree has no change and (unless ``untracked`` is False) no untracked file.
+
+    None: it cannot be read.
+    """
     if not Path(worktree).is_dir():
         return None
-    out = _out(worktree, "status", "--porcelain", "--untracked-files=normal")
+    shown = "normal" if untracked else "no"
+    out = _out(worktree, "status", "--porcelain", f"--untracked-files={shown}")
     if out is None:
         return None
     return out == ""
@@ -210,15 +219,17 @@ def merge_branch(repo: str | Path, base: str, branch: str, message: str) -> str:
         return old  # already merged
     where = worktree_of_branch(repo, base)
     if where is not None:
-        if clean_tree(where) is not True:
+        # Untracked files (volee's own worktrees under .claude/ among them) do not stop a
+        # merge; git refuses by itself if the merge would overwrite one.
+        if clean_tree(where, untracked=False) is not True:
             raise GitError(
-                f"{base} is checked out in {where} with uncommitted changes; "
-                "commit or stash them, then approve again"
+                f"{base} is checked out in {where} with uncommitted changes to tracked files; "
+                "commit or stash them first"
             )
         proc = _git(where, "merge", "--no-ff", "--no-edit", "-m", message, branch, check=False)
         if proc.returncode != 0:
             _git(where, "merge", "--abort", check=False)
-            raise GitError(f"merging {branch} into {base} failed: {proc.stdout.strip()}")
+            raise GitError(f"merging {branch} into {base} failed: {_said(proc)}")
         new = rev(where, "HEAD")
         assert new is not None
         return new
@@ -227,7 +238,7 @@ def merge_branch(repo: str | Path, base: str, branch: str, message: str) -> str:
         _git(repo, "worktree", "add", "--detach", scratch, old)
         proc = _git(scratch, "merge", "--no-ff", "--no-edit", "-m", message, branch, check=False)
         if proc.returncode != 0:
-            raise GitError(f"merging {branch} into {base} failed: {proc.stdout.strip()}")
+            raise GitError(f"merging {branch} into {base} failed: {_said(proc)}")
         new = rev(scratch, "HEAD")
         assert new is not None
         _git(repo, "update-ref", f"refs/heads/{base}", new, old)
