@@ -240,3 +240,28 @@ async def test_a_corrupt_record_refuses_start_naming_file_position_backup_and_re
 
 async def _no_snapshot() -> None:
     return None
+
+
+async def test_config_problems_are_told_to_every_subscriber(volee_home: Path) -> None:
+    folders = dirs()
+    folders.config.mkdir(parents=True, exist_ok=True)
+    folders.config_file.write_text("[agents]\nrestart_delays = [1, -5]\n")
+    d = await Daemon.start(folders)
+    client = await client_of(d)
+    try:
+        notices: list[dict[str, Any]] = []
+        got = asyncio.Event()
+
+        def on_notice(p: dict[str, Any]) -> None:
+            notices.append(p)
+            got.set()
+
+        client.on_push("notice", on_notice)
+        await client.call("subscribe", {"since": None})
+        await asyncio.wait_for(got.wait(), 5)
+        assert notices[0]["kind"] == "config-problems"
+        assert "agents.restart_delays" in notices[0]["text"]
+        assert d.config.agents.restart_delays == (1.0, 5.0, 15.0)  # the default is used
+    finally:
+        await client.close()
+        await d.close()

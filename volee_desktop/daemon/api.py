@@ -149,6 +149,15 @@ class Api:
                 for index, part in enumerate(parts):
                     if not await conn.push("snapshot", {"part": index, "data": part}):
                         return
+                problems = self.daemon.facts.config_problems
+                if problems:
+                    text = (
+                        f"config.toml has {len(problems)} problem(s); the defaults are used "
+                        f"for those keys: {'; '.join(problems)}"
+                    )
+                    notice = {"kind": "config-problems", "problems": problems, "text": text}
+                    if not await conn.push("notice", notice):
+                        return
                 last = upto if since is None else since
                 if since is not None:
                     backlog = await asyncio.to_thread(lambda: list(service.events_after(since)))
