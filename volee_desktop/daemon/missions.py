@@ -238,7 +238,10 @@ class MissionsRunner:
                 raise Refused(f"repository {path} does not exist; pass an existing folder")
             top = await asyncio.to_thread(git.toplevel, path)
             if kind is MissionKind.CHANGE and top is None:
-                raise Refused(f"{path} is not a git repository; a change mission needs one")
+                raise Refused(
+                    f"{path} is not a git repository; a change mission needs one: pass the "
+                    "repository's folder, run `git init` there, or use --kind analysis"
+                )
             repos.append(top or str(path))
         if not repos:
             raise Refused("a mission needs at least one repository: --repo PATH")
