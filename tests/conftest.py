@@ -1,9 +1,12 @@
-"""Project-wide test fixtures: every test runs under its own short VOLEE_HOME."""
+"""Project-wide test fixtures: every test runs under its own short VOLEE_HOME, and no agent
+host a test started outlives it (hosts are detached on purpose, so nothing else ends them)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +15,7 @@ import pytest
 
 # Variables that would make a test talk to a real daemon, harness or desktop of the developer.
 _LEAKY = ("VOLEE_AGENT", "VOLEE_HARNESS", "VOLEE_CLAUDE_BIN", "VOLEE_CODEX_BIN", "VOLEE_PI_BIN")
+_HOMES_SEEN: set[str] = set()
 
 
 @pytest.fixture(autouse=True)
@@ -22,6 +26,7 @@ def _isolated_volee_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for name in _LEAKY:
         monkeypatch.delenv(name, raising=False)
     yield home
+    end_hosts(home)
     shutil.rmtree(home, ignore_errors=True)
 
 
@@ -29,3 +34,61 @@ def _isolated_volee_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def volee_home() -> Path:
     """The VOLEE_HOME of this test."""
     return Path(os.environ["VOLEE_HOME"])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    # Remember the VOLEE_HOME the test really used (a conftest below may set its own).
+    home = os.environ.get("VOLEE_HOME")
+    yield
+    if home:
+        _HOMES_SEEN.add(home)
+    later = os.environ.get("VOLEE_HOME")
+    if later:
+        _HOMES_SEEN.add(later)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    for home in list(_HOMES_SEEN):
+        end_hosts(Path(home))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for home in _HOMES_SEEN:
+        end_hosts(Path(home))
+
+
+def end_hosts(home: Path) -> int:
+    """SIGKILL every host (and its program's process group) recorded under ``home``."""
+    killed = 0
+    for record_file in home.glob("**/state/hosts/ag_*.json") if home.is_dir() else ():
+        try:
+            record = json.loads(record_file.read_text())
+        except (OSError, ValueError):
+            continue
+        agent = str(record.get("agent", ""))
+        program = record.get("program_pid")
+        host = record.get("host_pid")
+        if isinstance(program, int) and _is_ours(program, None):
+            try:
+                os.killpg(program, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+        if isinstance(host, int) and _is_ours(host, agent):
+            try:
+                os.kill(host, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+    return killed
+
+
+def _is_ours(pid: int, agent: str | None) -> bool:
+    """Whether ``pid`` still runs (and, for a host, is the host of ``agent``: no pid reuse)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return agent is None or agent.encode() in cmdline
