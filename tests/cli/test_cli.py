@@ -112,3 +112,29 @@ def test_daemon_stop_leaves_nothing_listening(volee_home: Path) -> None:
     assert result.returncode == 0
     assert "stopped" in result.stdout
     assert volee("daemon", "status").returncode == 3
+
+
+def test_the_lean_hook_path_runs_without_site_and_spools(volee_home: Path) -> None:
+    """Agents run the shim file with -I -S (docs/decisions.md D5): stdlib only, env paths."""
+    from volee_desktop.daemon.agents import HOOKSHIM
+
+    spool = volee_home / "spool-here"
+    payload = (SAMPLES / "claude-hook-Stop.json").read_text()
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", str(HOOKSHIM), "Stop"],
+        input=payload,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={
+            "VOLEE_SOCKET": str(volee_home / "nobody.sock"),
+            "VOLEE_SPOOL": str(spool),
+            "VOLEE_AGENT": "ag_x",
+        },
+    )
+    assert result.returncode == 0, result.stderr
+    (spooled,) = spool.glob("*.json")
+    data = json.loads(spooled.read_text())
+    assert data["payload"] == payload
+    assert data["agent"] == "ag_x"
+    assert data["event"] == "Stop"

@@ -1,5 +1,8 @@
 """``volee hook EVENT``: forward a harness hook payload to the daemon, or spool it.
 
+Agents volee launches run this file directly (``python -I -S hookshim.py EVENT``, with
+``VOLEE_SOCKET`` and ``VOLEE_SPOOL`` in their environment): stdlib only, no site start-up.
+
 Runs on every hook of every agent, so it imports as little as possible (no
 argparse, no asyncio, no platformdirs when VOLEE_HOME is set) and never fails
 the harness: whatever happens it exits 0, and a payload it cannot hand over is
@@ -54,14 +57,19 @@ def main(argv: list[str]) -> int:
         "key": f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}",
         "received_at": received_at,
     }
-    from volee_desktop.paths import dirs
+    socket_path = env.get("VOLEE_SOCKET")
+    spool = env.get("VOLEE_SPOOL")
+    if not socket_path or not spool:
+        # Run as `volee hook` by hand or by a harness volee did not launch.
+        from volee_desktop.paths import dirs
 
-    folders = dirs()
+        folders = dirs()
+        socket_path, spool = str(folders.socket), str(folders.spool)
     try:
-        _send(str(folders.socket), params)
+        _send(socket_path, params)
     except Exception as exc:  # any failure: keep the payload, never fail the harness
         try:
-            _spool(str(folders.spool), params)
+            _spool(spool, params)
         except OSError as spool_exc:
             print(
                 f"volee hook: daemon unreachable ({exc}) and spool failed: {spool_exc}",

@@ -52,6 +52,7 @@ ENV_ALLOW = re.compile(
     r"VISUAL|DISPLAY|WAYLAND_DISPLAY|DBUS_SESSION_BUS_ADDRESS)$"
 )
 WORKTREES = ".claude/worktrees"
+HOOKSHIM = Path(__file__).resolve().parents[1] / "cli" / "hookshim.py"
 
 ExitHandler = Callable[[Agent, HostRecord], Awaitable[None]]
 
@@ -79,6 +80,9 @@ class AgentsRunner:
         self.on_exit: ExitHandler = self._default_exit
         self.on_vanished: ExitHandler = self._default_vanished
         self.volee_cmd: tuple[str, ...] = (sys.executable, "-m", "volee_desktop.cli")
+        # Hooks run the shim file itself with -I -S: no site start-up, no package import; a
+        # third of `volee hook`'s CPU on every hook of every agent (docs/decisions.md D5).
+        self.hook_cmd: tuple[str, ...] = (sys.executable, "-I", "-S", str(HOOKSHIM))
         # VOLEE_CLAUDE_BIN, VOLEE_CODEX_BIN, VOLEE_PI_BIN: the harness executables to use.
         self.binaries: dict[str, str] = {
             h: os.environ[f"VOLEE_{h.upper()}_BIN"]
@@ -147,11 +151,14 @@ class AgentsRunner:
             files_dir=str(self.files_of(agent_id)),
             session_id=session or session_uuid(),
             binary=self.binaries.get(harness),
+            hook=self.hook_cmd,
         )
 
     def agent_env(self, agent: Agent, plan: LaunchPlan) -> dict[str, str]:
         env = dict(plan.env)
         env["VOLEE_AGENT"] = agent.id
+        env["VOLEE_SOCKET"] = str(self.daemon.dirs.socket)
+        env["VOLEE_SPOOL"] = str(self.daemon.dirs.spool)
         env["VOLEE_HARNESS"] = str(agent.harness)
         env["VOLEE_HOME"] = os.environ.get("VOLEE_HOME", "") or env.get("VOLEE_HOME", "")
         if not env["VOLEE_HOME"]:

@@ -103,7 +103,7 @@ class Api:
             for r in self.daemon.log.read(0)
             if needle in r.payload
         )
-        return timeline(entries, agent_id)
+        return timeline(entries, agent_id, self.daemon.service.registry.name_of)
 
     # --- hooks -----------------------------------------------------------------------------
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..core import events as ev
 from ..store.codec import event_to_dict
-
 
 CAUSES = {
     "machine-restarted": "the machine restarted",
@@ -16,8 +15,12 @@ CAUSES = {
 }
 
 
-def describe(event: ev.Event) -> str:
-    """One line for a person."""
+def describe(event: ev.Event, name_of: Callable[[str], str | None] = lambda _i: None) -> str:
+    """One line for a person (``name_of`` turns agent ids into names)."""
+
+    def who(party: str) -> str:
+        return name_of(party) or party
+
     match event:
         case ev.AgentRegistered():
             return f"registered as {event.name} ({event.harness})"
@@ -53,7 +56,15 @@ def describe(event: ev.Event) -> str:
         case ev.AgentRenamed():
             return f"renamed to {event.name}"
         case ev.MessagePosted():
-            return f"message from {event.sender} ({event.kind}): {event.body[:80]}"
+            to = ", ".join(who(r) for r in event.recipients)
+            return f"{event.kind} from {who(event.sender)} to {to}: {one_line(event.body)}"
+        case ev.WorkerAssessed():
+            why = f": {event.reason}" if event.reason else ""
+            return f"mission {event.mission}: judged {event.verdict}{why}"
+        case ev.MessageDelivered():
+            return f"message {event.message} delivered to {who(event.recipient)}"
+        case ev.MessageRead():
+            return f"message {event.message} read by {who(event.recipient)}"
         case ev.DeliveryUpdated():
             d = event.delivery
             return f"delivery: {d.commits} commits, {d.pushed}, clean={d.clean}"
@@ -63,24 +74,36 @@ def describe(event: ev.Event) -> str:
             return event.TYPE
 
 
+def one_line(text: str, limit: int = 80) -> str:
+    """The first line of a message, shortened."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
 def concerns(event: ev.Event, agent_id: str) -> bool:
     """Whether an event belongs on an agent's timeline."""
     if isinstance(event, ev.AgentEvent):
         return event.agent == agent_id
     if isinstance(event, ev.MessagePosted):
         return event.sender == agent_id or agent_id in event.recipients
+    if isinstance(event, ev.MessageDelivered | ev.MessageRead):
+        return event.recipient == agent_id
     if isinstance(event, ev.WorkerAssessed):
         return event.agent == agent_id
     return False
 
 
-def timeline(entries: Iterable[tuple[int, ev.Event]], agent_id: str) -> list[dict[str, Any]]:
+def timeline(
+    entries: Iterable[tuple[int, ev.Event]],
+    agent_id: str,
+    name_of: Callable[[str], str | None] = lambda _i: None,
+) -> list[dict[str, Any]]:
     """The timeline items for ``agent_id`` from (seq, event) pairs."""
     out = []
     for seq, event in entries:
         if concerns(event, agent_id):
             item = event_to_dict(event)
             item["seq"] = seq
-            item["text"] = describe(event)
+            item["text"] = describe(event, name_of)
             out.append(item)
     return out

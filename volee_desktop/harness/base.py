@@ -81,6 +81,14 @@ class LaunchContext:
     files_dir: str  # a private folder for this agent's generated files
     session_id: str  # a fresh UUID the daemon drew, for harnesses that take it upfront
     binary: str | None = None  # the harness executable, when configured
+    # argv prefix of the hook shim, before the event name (default: `volee hook`); the daemon
+    # gives the lean form that skips the interpreter's site start-up (docs/decisions.md D5).
+    hook: tuple[str, ...] = ()
+
+    @property
+    def hook_argv(self) -> tuple[str, ...]:
+        """The command a harness hook runs, without the event name."""
+        return self.hook or (*self.volee, "hook")
 
 
 def require_str(payload: dict[str, Any], key: str) -> str:

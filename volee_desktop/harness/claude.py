@@ -37,12 +37,13 @@ HOOK_EVENTS = (
 LEFT_BY_PERSON = "you left Claude Code"
 
 
-def hooks_settings(volee: tuple[str, ...]) -> dict[str, Any]:
-    """The ``--settings`` document: one command hook per event, calling ``volee hook``."""
-    prefix = " ".join(shlex.quote(part) for part in volee)
+def hooks_settings(hook: tuple[str, ...]) -> dict[str, Any]:
+    """The ``--settings`` document: one command hook per event, calling the hook shim
+    (``hook`` is its argv before the event name, e.g. ``volee hook``)."""
+    prefix = " ".join(shlex.quote(part) for part in hook)
     hooks: dict[str, Any] = {}
     for name in HOOK_EVENTS:
-        entry: dict[str, Any] = {"hooks": [{"type": "command", "command": f"{prefix} hook {name}"}]}
+        entry: dict[str, Any] = {"hooks": [{"type": "command", "command": f"{prefix} {name}"}]}
         if name in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"):
             entry["matcher"] = "*"
         hooks[name] = [entry]
@@ -85,7 +86,7 @@ class ClaudeProfile:
         if settings.model:
             argv += ["--model", settings.model]
         argv += list(settings.argv)
-        document = hooks_settings(ctx.volee)
+        document = hooks_settings(ctx.hook_argv)
         # volee's own tools never wait for a permission prompt.
         document["permissions"] = {"allow": [f"mcp__{MCP_SERVER}"]}
         files = {

@@ -44,15 +44,16 @@ APPROVAL_POLICIES = ("untrusted", "on-failure", "on-request", "never")
 BYPASS = ("bypassPermissions", "bypass")
 
 
-def hook_overrides(volee: tuple[str, ...]) -> list[str]:
-    """``-c hooks.<Event>=[…]`` arguments: one command hook per event calling ``volee hook``."""
+def hook_overrides(hook: tuple[str, ...]) -> list[str]:
+    """``-c hooks.<Event>=[…]`` arguments: one command hook per event calling the hook shim
+    (``hook`` is its argv before the event name, e.g. ``volee hook``)."""
     import shlex
 
-    prefix = " ".join(shlex.quote(part) for part in volee)
+    prefix = " ".join(shlex.quote(part) for part in hook)
     args: list[str] = []
     for name in HOOK_EVENTS:
         # The value is TOML; a JSON string is a valid TOML basic string.
-        command = json.dumps(f"{prefix} hook {name}")
+        command = json.dumps(f"{prefix} {name}")
         args += [
             "-c",
             f'hooks.{name}=[{{matcher="", hooks=[{{type="command", command={command}}}]}}]',
@@ -83,7 +84,7 @@ class CodexProfile:
     min_version: str | None = "0.171.0"
 
     def _flags(self, settings: LaunchSettings, ctx: LaunchContext) -> list[str]:
-        flags = ["--dangerously-bypass-hook-trust", *hook_overrides(ctx.volee)]
+        flags = ["--dangerously-bypass-hook-trust", *hook_overrides(ctx.hook_argv)]
         flags += permission_args(settings.permission_mode)
         if settings.model:
             flags += ["-m", settings.model]

@@ -60,7 +60,7 @@ class PiProfile:
         if settings.model:
             argv += ["--model", settings.model]
         env = dict(settings.env)
-        env["VOLEE_HOOK_ARGV"] = json.dumps([*ctx.volee, "hook"])
+        env["VOLEE_HOOK_ARGV"] = json.dumps(list(ctx.hook_argv))
         return argv, env
 
     def launch(self, agent_id: str, settings: LaunchSettings, ctx: LaunchContext) -> LaunchPlan:
