@@ -5,7 +5,7 @@ Run: ``.venv/bin/python bench/hooks_load.py [--agents 20] [--rate 200] [--second
 A real daemon runs as a subprocess under a temporary VOLEE_HOME with ``--agents`` Claude Code
 agents (their "claude" is a sleeper, so no real harness runs; the hooks are what is
 measured).  For ``--seconds``, hook invocations start at a combined ``--rate`` per second,
-round-robin over the agents: each is the real shim, ``python -m volee_desktop.cli hook
+round-robin over the agents: each is the real shim as agents run it, ``python -I -S hookshim.py
 PreToolUse|PostToolUse`` as a separate process with a real-shaped payload on stdin (from
 tests/harness/samples) and ``VOLEE_AGENT``/``VOLEE_HARNESS`` in its environment, exactly as
 Claude Code runs it.  Every payload carries a unique command, so each one becomes an
@@ -36,6 +36,7 @@ from typing import Any
 
 import psutil
 
+from volee_desktop.daemon.agents import HOOKSHIM
 from volee_desktop.ipc.aclient import AsyncClient
 from volee_desktop.ipc.client import Client
 from volee_desktop.paths import Dirs, dirs
@@ -152,13 +153,18 @@ async def run_load(
             cwd=str(project),
             tool_input={"command": f"bench {token}", "description": "run command"},
         )
-        hook_env = {**env, "VOLEE_AGENT": agent["id"], "VOLEE_HARNESS": "claude"}
+        folders = dirs({"VOLEE_HOME": env["VOLEE_HOME"]})
+        hook_env = {
+            **env,
+            "VOLEE_AGENT": agent["id"],
+            "VOLEE_HARNESS": "claude",
+            "VOLEE_SOCKET": str(folders.socket),
+            "VOLEE_SPOOL": str(folders.spool),
+        }
         started[token] = time.time()
+        # Exactly what the hooks file of an agent volee launched runs (docs/decisions.md D5).
         proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "volee_desktop.cli",
-            "hook",
+            *hook_cmd,
             hook,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.DEVNULL,
@@ -217,6 +223,9 @@ def _received_times(folders: Dirs) -> dict[str, float]:
     finally:
         log.close()
     return out
+
+
+hook_cmd = (sys.executable, "-I", "-S", str(HOOKSHIM))
 
 
 def main() -> int:
