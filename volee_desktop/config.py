@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import difflib
 import math
-import os
 import re
-import tempfile
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+
+from .atomicfile import write_atomic
 
 __all__ = [
     "PERMISSION_MODES",
@@ -352,25 +352,7 @@ def _atomic_write(path: Path, text: str) -> None:
         mode = path.stat().st_mode & 0o777
     except FileNotFoundError:
         mode = 0o600
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    # The rename itself is durable only once the folder is synced.
-    if hasattr(os, "O_DIRECTORY"):
-        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    write_atomic(path, text.encode("utf-8"), mode)
 
 
 def save_setting(path: Path, key: str, value: object) -> None:

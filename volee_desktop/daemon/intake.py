@@ -15,24 +15,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..atomicfile import write_atomic
 from ..core.registry import Registry
 from ..harness.base import PayloadError, Profile
 from .errors import Refused
 from .service import Service
 
 log = logging.getLogger(__name__)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write, fsync, rename: a reader sees the whole file or none of it."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
 
 
 class Intake:
@@ -148,4 +137,4 @@ class Intake:
         log.warning("spool file %s kept in %s: %s", path.name, self.rejected, reason)
 
 
-__all__ = ["Intake", "Refused", "write_atomic"]
+__all__ = ["Intake", "Refused"]
