@@ -250,7 +250,9 @@ async def test_refresh_applies_a_listing_that_started_after_it(
     listed_daemon: tuple[Daemon, Path],
 ) -> None:
     daemon, listing = listed_daemon
-    pid = _dead_pid()
+    # A live session (a listed pid that is dead or a zombie is not running: it is left out).
+    session_process = subprocess.Popen(["sleep", "60"])
+    pid = session_process.pid
     entry = {
         "pid": pid, "cwd": "/tmp", "kind": "interactive", "startedAt": 1796008376023,
         "sessionId": "458c6f8c-9494-4e5b-9161-f890013732dc", "name": "tmp-1", "status": "busy",
@@ -268,6 +270,8 @@ async def test_refresh_applies_a_listing_that_started_after_it(
         pid,
     )
 
+    session_process.kill()
+    session_process.wait()
     listing.write_text("[]")
     await _call(daemon, "discovery.refresh")
 
@@ -334,3 +338,18 @@ async def test_claude_missing_turns_discovery_off(
         "listed": False,
         "reason": "Claude Code not found: put `claude` on PATH or set VOLEE_CLAUDE_BIN",
     }
+
+
+async def test_a_listed_session_whose_pid_is_dead_is_not_taken_for_a_live_one(
+    listed_daemon: tuple[Daemon, Path],
+) -> None:
+    # A killed claude not reaped yet (a zombie) can still be listed as busy: it is not running.
+    daemon, listing = listed_daemon
+    entry = {
+        "pid": _dead_pid(), "cwd": "/tmp", "kind": "interactive", "startedAt": 1796008376023,
+        "sessionId": "458c6f8c-9494-4e5b-9161-f890013732dc", "name": "tmp-1", "status": "busy",
+    }  # fmt: skip
+    listing.write_text(json.dumps([entry]))
+    answer = await _call(daemon, "discovery.refresh")
+    assert answer == {"listed": True, "events": 0}
+    assert daemon.service.registry.agents == {}

@@ -245,10 +245,10 @@ def test_a_claude_session_killed_mid_turn_shows_as_interrupted_with_a_resume_act
 
 
 @pytest.mark.xfail(
-    strict=True,
-    reason="AgentsRunner.resume gives an agent without launch settings an empty environment "
-    "(no HOME, no ANTHROPIC_*), so Claude Code starts its onboarding and exits 1; "
-    "fix: LaunchSettings(..., env=allowed_env(dict(os.environ))) there",
+    strict=False,
+    reason="known gap: the real Claude Code resumed in a volee host from a session it ran "
+    "outside volee and that was killed ends at once (SessionEnd other, exit 1); the same "
+    "resume in a plain PTY works; not diagnosed yet",
 )
 def test_volee_resume_continues_an_interrupted_outside_session_in_a_host(
     real_claude: Path,
@@ -279,8 +279,9 @@ def test_volee_resume_continues_an_interrupted_outside_session_in_a_host(
     finally:
         volee(env, "stop", agent["id"], check=False)
 
+    history = volee(env, "timeline", agent["id"], check=False).stdout
     assert (resumed["state"], resumed["location"], resumed["cwd"]) == (
         "idle",
         "host",
         str(real_sandbox.project),
-    )
+    ), history
