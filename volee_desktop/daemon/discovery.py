@@ -172,9 +172,7 @@ class SystemLister:
         # A listed live session whose pid is gone or a zombie (killed, not reaped yet) is not
         # running: its sessions file, if left behind, tells the rest.
         sessions = [
-            s
-            for s in parse_claude_agents(raw)
-            if s.finished or s.pid is None or s.pid in processes
+            s for s in parse_claude_agents(raw) if s.finished or s.pid is None or s.pid in processes
         ]
         dead, others = await asyncio.to_thread(self._read_folders, processes, now)
         complete = {Harness.CLAUDE}

@@ -137,8 +137,8 @@ class Daemon:
         self.api = Api(self)
         self.agents = AgentsRunner(self)
         self.agents.install()
-        from . import discovery, recovery  # noqa: F401  (register the discovery loop, recovery)
-        from . import missions  # noqa: F401  (register the missions runner)
+        # Importing each feature registers its runner (discovery loop, missions, recovery).
+        from . import discovery, missions, recovery  # noqa: F401
 
         for extend in RUNNER_FACTORIES:
             await extend(self)
