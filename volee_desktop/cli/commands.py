@@ -246,8 +246,10 @@ def cmd_ls(args: argparse.Namespace) -> int:
     for a in agents:
         detail = a["detail"] or a["activity"] or ""
         marks = []
-        if a.get("held"):
+        if a.get("held") and a["held"] != detail:
             marks.append(f"held: {a['held']}")
+        elif a.get("held"):
+            marks.append("held")
         if a.get("interrupted"):
             marks.append(f"interrupted ({a['interrupted']})")
             if a.get("action"):
