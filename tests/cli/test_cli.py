@@ -138,3 +138,18 @@ def test_the_lean_hook_path_runs_without_site_and_spools(volee_home: Path) -> No
     assert data["payload"] == payload
     assert data["agent"] == "ag_x"
     assert data["event"] == "Stop"
+
+
+def test_the_app_without_a_desktop_says_what_to_run_instead() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env.pop("QT_QPA_PLATFORM", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "volee_desktop.cli", "app"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
+    assert result.returncode == 2
+    assert "needs a desktop session" in result.stderr
+    assert "volee daemon run" in result.stderr

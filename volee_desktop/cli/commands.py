@@ -432,9 +432,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _dispatch_app(args: argparse.Namespace) -> int:
+    problem = no_desktop(dict(os.environ), sys.platform)
+    if problem:
+        raise CliError(problem, 2)
     from ..app.main import run_app
 
     return run_app([])
+
+
+def no_desktop(env: dict[str, str], platform: str) -> str | None:
+    """Why the tray app cannot open here (Linux without a display), or None."""
+    if not platform.startswith("linux") or env.get("QT_QPA_PLATFORM"):
+        return None
+    if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        return None
+    return (
+        "the tray app needs a desktop session, and this one has none (no DISPLAY or "
+        "WAYLAND_DISPLAY). Without a desktop, run the daemon alone: `volee daemon run` "
+        "(`volee daemon install` starts it at login); `volee ls` and the other commands work."
+    )
 
 
 EXTENSIONS: list[Any] = []
