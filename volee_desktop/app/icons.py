@@ -13,6 +13,7 @@ from PySide6.QtCore import QPoint, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QIcon, QIconEngine, QPainter, QPixmap
 from PySide6.QtSvg import QSvgRenderer
 
+from .. import datafiles
 from .summary import Mark
 
 BADGE_COLOUR = QColor("#e03131")
@@ -20,11 +21,9 @@ BADGE_COLOUR = QColor("#e03131")
 
 def resources_dir() -> Path:
     """The SVGs folder: inside the package (a wheel) or the checkout's ``resources/``."""
-    package = Path(__file__).resolve().parent.parent
-    for candidate in (package / "resources", package.parent / "resources"):
-        if (candidate / "volee.svg").is_file():
-            return candidate
-    return package.parent / "resources"
+    found = datafiles.find("resources", "volee.svg")
+    # A broken install still names the checkout's folder, so invalid icons say where they looked.
+    return found.parent if found else datafiles.candidates("resources")[1]
 
 
 class Svgs:

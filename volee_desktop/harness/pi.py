@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .. import datafiles
 from ..core import events as ev
 from ..core.events import Event
 from ..core.model import Agent, LaunchSettings
@@ -29,12 +30,11 @@ HOOKS = ("session_start", "agent_start", "tool_call", "tool_error", "agent_end",
 
 def extension_path() -> Path:
     """The extension file: inside the package (a wheel) or the checkout's ``resources/``."""
-    package = Path(__file__).resolve().parents[1]
-    for base in (package / "resources", package.parent / "resources"):
-        candidate = base / EXTENSION
-        if candidate.is_file():
-            return candidate
-    raise Error(f"volee's pi extension ({EXTENSION}) is missing from {package}; reinstall volee")
+    found = datafiles.find("resources", *EXTENSION.parts)
+    if found is None:
+        looked = " nor ".join(str(c) for c in datafiles.candidates("resources", *EXTENSION.parts))
+        raise Error(f"volee's pi extension is missing: not at {looked}; reinstall volee")
+    return found
 
 
 class PiProfile:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from .. import datafiles
 from ..atomicfile import write_atomic
 
 __all__ = [
@@ -100,13 +101,9 @@ def find_volee_command(environ: Mapping[str, str] | None = None) -> tuple[str, .
 
 def template_path(folder: str, name: str) -> Path:
     """A template from the top-level ``systemd/`` or ``launchd/`` folder (or its packaged copy)."""
-    package = Path(__file__).resolve().parent.parent
-    for candidate in (
-        package / "resources" / "loginitem" / name,  # inside a wheel
-        package.parent / folder / name,  # a source checkout
-    ):
-        if candidate.is_file():
-            return candidate
+    found = datafiles.find(folder, name)
+    if found is not None:
+        return found
     raise LoginItemError(
         "volee is incomplete",
         f"The login item template {folder}/{name} is missing from this installation; "

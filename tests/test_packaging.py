@@ -1,0 +1,144 @@
+"""A built wheel carries the top-level data folders, and the code finds them there.
+
+The folders (``resources/``, ``systemd/``, ``launchd/``) live once in git at the top level;
+``setup.py`` copies them into the wheel as ``volee_desktop/_data/``. The wheel is built once
+from a copy of the checkout (no ``build/`` left in the shared tree) without build isolation,
+so no network is needed.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from volee_desktop import datafiles
+
+ROOT = datafiles.CHECKOUT
+# What a build needs from the checkout (setup.py's inputs), copied to a temp folder.
+SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "volee_desktop")
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "_data")
+
+
+def shipped_files() -> list[str]:
+    """Every data file in the checkout, as ``folder/relative/path``."""
+    found = [
+        path.relative_to(ROOT).as_posix()
+        for folder in datafiles.FOLDERS
+        for path in sorted((ROOT / folder).rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    ]
+    assert found, "no data files found in the checkout"
+    return found
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, built once from a copy of the checkout."""
+    source = tmp_path_factory.mktemp("source")
+    for name in (*SOURCES, *datafiles.FOLDERS):
+        path = ROOT / name
+        if path.is_dir():
+            shutil.copytree(path, source / name, ignore=IGNORE)
+        else:
+            shutil.copy2(path, source / name)
+    out = tmp_path_factory.mktemp("wheel")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-q",
+            "-w",
+            str(out),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (built,) = out.glob("volee_desktop-*.whl")
+    return built
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_every_data_file(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        for name in shipped_files():
+            packaged = f"volee_desktop/_data/{name}"
+            assert packaged in names, f"{name} is missing from {wheel.name}"
+            assert archive.read(packaged) == (ROOT / name).read_bytes()
+        assert "volee_desktop/py.typed" in names
+        assert "volee_desktop/cli/hookshim.py" in names
+
+
+@pytest.mark.slow
+def test_the_code_finds_the_data_files_in_an_unpacked_wheel(wheel: Path, tmp_path: Path) -> None:
+    # The unpacked wheel is what site-packages holds: no checkout folders beside the package.
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(tmp_path)
+    probe = (
+        "import sys\n"
+        "sys.path.insert(0, sys.argv.pop(1))\n"
+        "import volee_desktop\n"
+        "assert volee_desktop.__file__.startswith(sys.path[0]), volee_desktop.__file__\n"
+        "from volee_desktop import datafiles\n"
+        "from volee_desktop.harness.pi import extension_path\n"
+        "from volee_desktop.loginitem.base import template_path\n"
+        "base = datafiles.PACKAGED\n"
+        "for name in sys.argv[1:]:\n"
+        "    folder, _, rest = name.partition('/')\n"
+        "    found = datafiles.find(folder, *rest.split('/'))\n"
+        "    assert found == base / name, (name, found)\n"
+        "assert extension_path() == base / 'resources/pi/volee-extension.ts'\n"
+        "assert template_path('systemd', 'volee.service.in').is_relative_to(base)\n"
+        "assert template_path('launchd', 'com.volee.desktop.plist.in').is_relative_to(base)\n"
+        "from volee_desktop.app.icons import resources_dir\n"
+        "assert resources_dir() == base / 'resources'\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", probe, str(tmp_path), *shipped_files()],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def test_the_checkout_layout_finds_every_data_file() -> None:
+    # The editable install (scripts/dev, CI) reads the checkout's folders.
+    for name in shipped_files():
+        folder, _, rest = name.partition("/")
+        assert datafiles.find(folder, *rest.split("/")) == ROOT / name
+
+
+def test_setup_py_copies_the_same_folders_the_code_looks_in() -> None:
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    (folders,) = (
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "FOLDERS" for t in node.targets)
+    )
+    assert folders == datafiles.FOLDERS
+
+
+def test_an_unknown_data_folder_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown data folder 'docs'"):
+        datafiles.find("docs", "x")
