@@ -44,6 +44,7 @@ def test_the_host_imports_nothing_heavy() -> None:
         "volee_desktop.hosts",
         "volee_desktop.hosts.host",
         "volee_desktop.hosts.recordio",
+        "volee_desktop.hosts.requests",
         "volee_desktop.hosts.ring",
         "volee_desktop.hosts.spawn",
         "volee_desktop.hosts.wire",

@@ -30,7 +30,6 @@ Stdlib only, one thread, ``selectors``: a host runs for every agent and must sta
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
 import selectors
@@ -38,26 +37,20 @@ import signal
 import socket
 import struct
 import sys
-import termios
 import time
 
 from volee_desktop.hosts import recordio, wire
+from volee_desktop.hosts.requests import Requests, _Client
 from volee_desktop.hosts.ring import Ring
 from volee_desktop.hosts.spawn import HOST_SIGNALS, spawn_in_pty
 
 SCROLLBACK_BYTES = 256 * 1024
-REPLAY_BYTES = 64 * 1024
-SCREEN_WINDOW = 16 * 1024
 # A client that stops reading while the program prints is dropped past this much backlog.
 CLIENT_BACKLOG_LIMIT = 4 * 1024 * 1024
-# Claude Code treats a \r glued to a paste as part of it: Enter goes separately, later.
-ENTER_PAUSE = 0.1
 DEFAULT_LINGER = 2.0
 HANGUP_GRACE = 3.0
 PASTE_ON = b"\x1b[?2004h"
 PASTE_OFF = b"\x1b[?2004l"
-PASTE_START = b"\x1b[200~"
-PASTE_END = b"\x1b[201~"
 _SIGNALS = HOST_SIGNALS
 
 
@@ -81,20 +74,7 @@ def _peer_uid(sock: socket.socket) -> int | None:
     return None
 
 
-class _Client:
-    """One connection to the host socket."""
-
-    __slots__ = ("attached", "out", "reader", "sock", "watching")
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.reader = wire.FrameReader()
-        self.out = bytearray()
-        self.attached = False
-        self.watching = False  # wants only the program's end (the daemon), not its output
-
-
-class Host:
+class Host(Requests):
     """The host's state and its single-threaded event loop."""
 
     def __init__(
@@ -490,133 +470,6 @@ class Host:
 
     def _reply(self, client: _Client, obj: dict[str, object]) -> None:
         self._queue(client, wire.json_frame(obj))
-
-    # -- requests ------------------------------------------------------------
-
-    def _request(self, client: _Client, req: dict[str, object]) -> None:
-        op = req.get("op")
-        handler = getattr(self, f"_op_{op}", None) if isinstance(op, str) else None
-        if handler is None:
-            self._reply(client, {"ok": False, "error": f"unknown request {op!r}"})
-            return
-        try:
-            handler(client, req)
-        except (TypeError, ValueError, KeyError) as exc:
-            self._reply(client, {"ok": False, "error": f"bad {op} request: {exc}"})
-
-    def _op_watch(self, client: _Client, req: dict[str, object]) -> None:
-        """Hear of the program's end (no output): how the daemon learns of an exit at once."""
-        client.watching = True
-        self._reply(client, {"ok": True})
-        if self.exit is not None:
-            self._queue(client, wire.json_frame({"event": "exit", "exit": self.exit}))
-
-    def _op_attach(self, client: _Client, req: dict[str, object]) -> None:
-        client.attached = True
-        if req.get("rows") and req.get("cols") and self.exit is None:
-            self._resize(int(req["rows"]), int(req["cols"]))  # type: ignore[call-overload]
-        self._reply(client, {"ok": True, "rows": self.rows, "cols": self.cols})
-        replay = self.scrollback.tail(REPLAY_BYTES)
-        if replay:
-            self._queue(client, wire.frame(wire.OUTPUT, replay))
-        if self.exit is not None:
-            self._queue(client, wire.json_frame({"event": "exit", "exit": self.exit}))
-
-    def _op_send(self, client: _Client, req: dict[str, object]) -> None:
-        text = req.get("text")
-        if not isinstance(text, str):
-            raise ValueError("'text' must be a string")
-        if self.exit is not None:
-            self._reply(client, {"ok": False, "error": "the program has ended"})
-            return
-        self.sends.append((client, text.encode(), bool(req.get("enter", True))))
-        self._next_send()
-
-    def _next_send(self) -> None:
-        """Deliver queued texts one at a time: paste, pause, Enter, reply."""
-        if self.send_busy or not self.sends or self.exit is not None:
-            return
-        client, data, enter = self.sends[0]
-        self.send_busy = True
-        if data:
-            if self.paste_mode:
-                # The text must not end the paste early.
-                data = PASTE_START + data.replace(PASTE_END, b"") + PASTE_END
-            self._write_pty(data)
-
-        def finish() -> None:
-            if self.to_pty:  # still writing the paste: Enter must come after it
-                self._later(ENTER_PAUSE, finish)
-                return
-            if enter:
-                self._write_pty(b"\r")
-            if self.sends:
-                self.sends.pop(0)
-            self.send_busy = False
-            self._reply(client, {"ok": True})
-            self._next_send()
-
-        self._later(ENTER_PAUSE if data else 0.0, finish)
-
-    def _resize(self, rows: int, cols: int) -> None:
-        if not (0 < rows < 10000 and 0 < cols < 10000):
-            raise ValueError(f"size {rows}x{cols} is out of range")
-        self.rows, self.cols = rows, cols
-        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        self._killpg(signal.SIGWINCH)
-
-    def _op_resize(self, client: _Client, req: dict[str, object]) -> None:
-        if self.exit is None:
-            self._resize(int(req["rows"]), int(req["cols"]))  # type: ignore[call-overload]
-        self._reply(client, {"ok": True})
-
-    def _op_screen(self, client: _Client, req: dict[str, object]) -> None:
-        from volee_desktop.hosts.screen import render
-
-        lines = int(req.get("lines", self.rows))  # type: ignore[call-overload]
-        # Render only the tail the lines can come from: decoding the whole scrollback
-        # would grow the host by a MiB that the allocator keeps.
-        window = min(len(self.scrollback), max(SCREEN_WINDOW, lines * 1024))
-        cut = window < len(self.scrollback)
-        text = render(self.scrollback.tail(window), lines, cut=cut)
-        self._reply(client, {"ok": True, "text": text})
-
-    def _op_signal(self, client: _Client, req: dict[str, object]) -> None:
-        sig = req.get("signal")
-        num = getattr(signal, sig) if isinstance(sig, str) else int(sig)  # type: ignore[call-overload]
-        self._reply(client, {"ok": True, "delivered": self._killpg(int(num))})
-
-    def _op_stop(self, client: _Client, req: dict[str, object]) -> None:
-        if self.exit is not None:
-            self._reply(client, {"ok": True, "exit": self.exit})
-            return
-        grace = float(req.get("grace", 5.0))  # type: ignore[arg-type]
-        self.stop_waiters.append(client)
-        if not self.stop_requested:
-            self.stop_requested = True
-            self._killpg(signal.SIGTERM)
-            self._later(grace, lambda: self._killpg(signal.SIGKILL))
-
-    def _op_status(self, client: _Client, req: dict[str, object]) -> None:
-        self._reply(
-            client,
-            {
-                "ok": True,
-                "record": self.record,
-                "running": self.exit is None,
-                "bracketed_paste": self.paste_mode,
-                "rows": self.rows,
-                "cols": self.cols,
-                "attached": sum(1 for c in self.clients.values() if c.attached),
-            },
-        )
-
-    def _op_close(self, client: _Client, req: dict[str, object]) -> None:
-        if self.exit is None:
-            self._reply(client, {"ok": False, "error": "the program is running; stop it first"})
-            return
-        self._reply(client, {"ok": True})
-        self.done = True
 
 
 # -- command line ------------------------------------------------------------

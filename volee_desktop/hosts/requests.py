@@ -1,0 +1,197 @@
+"""The host's requests: what a client on the socket may ask (attach, send, resize, screen…).
+
+``Host`` extends ``Requests``; ``_request`` finds the ``_op_<name>`` handler of each JSON
+request.  Stdlib only and imported by every host: keep it lean (see ``host``'s docstring).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import signal
+import socket
+import struct
+import termios
+
+from volee_desktop.hosts import wire
+
+# Not typing.TYPE_CHECKING: importing typing would cost every host its memory (mypy reads
+# any TYPE_CHECKING name as true).
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from volee_desktop.hosts.ring import Ring
+
+REPLAY_BYTES = 64 * 1024
+SCREEN_WINDOW = 16 * 1024
+# Claude Code treats a \r glued to a paste as part of it: Enter goes separately, later.
+ENTER_PAUSE = 0.1
+PASTE_START = b"\x1b[200~"
+PASTE_END = b"\x1b[201~"
+
+
+class _Client:
+    """One connection to the host socket."""
+
+    __slots__ = ("attached", "out", "reader", "sock", "watching")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.reader = wire.FrameReader()
+        self.out = bytearray()
+        self.attached = False
+        self.watching = False  # wants only the program's end (the daemon), not its output
+
+
+class Requests:
+    """The request handlers of a host; the state and I/O they use are ``Host``'s."""
+
+    # Host's state that the handlers read and change (declared here for the type checker).
+    rows: int
+    cols: int
+    master: int
+    record: dict[str, object]
+    exit: dict[str, object] | None
+    scrollback: Ring
+    paste_mode: bool
+    to_pty: bytearray
+    clients: dict[int, _Client]
+    stop_requested: bool
+    stop_waiters: list[_Client]
+    sends: list[tuple[_Client, bytes, bool]]
+    send_busy: bool
+    done: bool
+
+    if TYPE_CHECKING:
+
+        def _reply(self, client: _Client, obj: dict[str, object]) -> None: ...
+        def _queue(self, client: _Client, data: bytes) -> None: ...
+        def _write_pty(self, data: bytes) -> None: ...
+        def _later(self, delay: float, fn: object) -> None: ...
+        def _killpg(self, sig: int) -> bool: ...
+
+    # -- requests ------------------------------------------------------------
+
+    def _request(self, client: _Client, req: dict[str, object]) -> None:
+        op = req.get("op")
+        handler = getattr(self, f"_op_{op}", None) if isinstance(op, str) else None
+        if handler is None:
+            self._reply(client, {"ok": False, "error": f"unknown request {op!r}"})
+            return
+        try:
+            handler(client, req)
+        except (TypeError, ValueError, KeyError) as exc:
+            self._reply(client, {"ok": False, "error": f"bad {op} request: {exc}"})
+
+    def _op_watch(self, client: _Client, req: dict[str, object]) -> None:
+        """Hear of the program's end (no output): how the daemon learns of an exit at once."""
+        client.watching = True
+        self._reply(client, {"ok": True})
+        if self.exit is not None:
+            self._queue(client, wire.json_frame({"event": "exit", "exit": self.exit}))
+
+    def _op_attach(self, client: _Client, req: dict[str, object]) -> None:
+        client.attached = True
+        if req.get("rows") and req.get("cols") and self.exit is None:
+            self._resize(int(req["rows"]), int(req["cols"]))  # type: ignore[call-overload]
+        self._reply(client, {"ok": True, "rows": self.rows, "cols": self.cols})
+        replay = self.scrollback.tail(REPLAY_BYTES)
+        if replay:
+            self._queue(client, wire.frame(wire.OUTPUT, replay))
+        if self.exit is not None:
+            self._queue(client, wire.json_frame({"event": "exit", "exit": self.exit}))
+
+    def _op_send(self, client: _Client, req: dict[str, object]) -> None:
+        text = req.get("text")
+        if not isinstance(text, str):
+            raise ValueError("'text' must be a string")
+        if self.exit is not None:
+            self._reply(client, {"ok": False, "error": "the program has ended"})
+            return
+        self.sends.append((client, text.encode(), bool(req.get("enter", True))))
+        self._next_send()
+
+    def _next_send(self) -> None:
+        """Deliver queued texts one at a time: paste, pause, Enter, reply."""
+        if self.send_busy or not self.sends or self.exit is not None:
+            return
+        client, data, enter = self.sends[0]
+        self.send_busy = True
+        if data:
+            if self.paste_mode:
+                # The text must not end the paste early.
+                data = PASTE_START + data.replace(PASTE_END, b"") + PASTE_END
+            self._write_pty(data)
+
+        def finish() -> None:
+            if self.to_pty:  # still writing the paste: Enter must come after it
+                self._later(ENTER_PAUSE, finish)
+                return
+            if enter:
+                self._write_pty(b"\r")
+            if self.sends:
+                self.sends.pop(0)
+            self.send_busy = False
+            self._reply(client, {"ok": True})
+            self._next_send()
+
+        self._later(ENTER_PAUSE if data else 0.0, finish)
+
+    def _resize(self, rows: int, cols: int) -> None:
+        if not (0 < rows < 10000 and 0 < cols < 10000):
+            raise ValueError(f"size {rows}x{cols} is out of range")
+        self.rows, self.cols = rows, cols
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        self._killpg(signal.SIGWINCH)
+
+    def _op_resize(self, client: _Client, req: dict[str, object]) -> None:
+        if self.exit is None:
+            self._resize(int(req["rows"]), int(req["cols"]))  # type: ignore[call-overload]
+        self._reply(client, {"ok": True})
+
+    def _op_screen(self, client: _Client, req: dict[str, object]) -> None:
+        from volee_desktop.hosts.screen import render
+
+        lines = int(req.get("lines", self.rows))  # type: ignore[call-overload]
+        # Render only the tail the lines can come from: decoding the whole scrollback
+        # would grow the host by a MiB that the allocator keeps.
+        window = min(len(self.scrollback), max(SCREEN_WINDOW, lines * 1024))
+        cut = window < len(self.scrollback)
+        text = render(self.scrollback.tail(window), lines, cut=cut)
+        self._reply(client, {"ok": True, "text": text})
+
+    def _op_signal(self, client: _Client, req: dict[str, object]) -> None:
+        sig = req.get("signal")
+        num = getattr(signal, sig) if isinstance(sig, str) else int(sig)  # type: ignore[call-overload]
+        self._reply(client, {"ok": True, "delivered": self._killpg(int(num))})
+
+    def _op_stop(self, client: _Client, req: dict[str, object]) -> None:
+        if self.exit is not None:
+            self._reply(client, {"ok": True, "exit": self.exit})
+            return
+        grace = float(req.get("grace", 5.0))  # type: ignore[arg-type]
+        self.stop_waiters.append(client)
+        if not self.stop_requested:
+            self.stop_requested = True
+            self._killpg(signal.SIGTERM)
+            self._later(grace, lambda: self._killpg(signal.SIGKILL))
+
+    def _op_status(self, client: _Client, req: dict[str, object]) -> None:
+        self._reply(
+            client,
+            {
+                "ok": True,
+                "record": self.record,
+                "running": self.exit is None,
+                "bracketed_paste": self.paste_mode,
+                "rows": self.rows,
+                "cols": self.cols,
+                "attached": sum(1 for c in self.clients.values() if c.attached),
+            },
+        )
+
+    def _op_close(self, client: _Client, req: dict[str, object]) -> None:
+        if self.exit is None:
+            self._reply(client, {"ok": False, "error": "the program is running; stop it first"})
+            return
+        self._reply(client, {"ok": True})
+        self.done = True
