@@ -232,6 +232,20 @@ def test_a_volee_agent_resumed_in_a_terminal_is_placed_there() -> None:
     )
 
 
+def test_a_host_resuming_a_stopped_agent_keeps_it_in_the_host_before_its_first_hook() -> None:
+    # `volee resume` of an outside session: the host started, Claude listed its session,
+    # no hook yet (the agent is still stopped).
+    registry = given(
+        *watched_agent(st=AgentState.STOPPED),
+        ev.HostStarted(at=T0 + 1, agent=A1, host_pid=776, program_pid=777),
+    )
+
+    events = reconcile(registry, listing(entry(pid=777, status="idle")), None, {777}, NOW)
+
+    after = apply_all(registry, events)
+    assert (after.agents[A1].location, after.agents[A1].pid) == (Location.HOST, 777)
+
+
 # --- rule: continued ----------------------------------------------------------------------
 
 

@@ -412,7 +412,10 @@ def _place(agent: Agent, session: ListedSession, now: float) -> list[ev.Event]:
     """Where a listed session runs, for agents not in a live volee host."""
     if session.finished:
         return []
-    in_host = agent.location is Location.HOST and agent.live
+    # A host's program is listed before its first hook makes the agent live (a resume
+    # starts from "stopped"): its own pid keeps it in the host.
+    own = agent.pid is not None and agent.pid == session.pid
+    in_host = agent.location is Location.HOST and (agent.live or own)
     if in_host or (agent.location is session.location and agent.pid == session.pid):
         return []
     return [ev.LocationChanged(at=now, agent=agent.id, location=session.location, pid=session.pid)]
