@@ -36,6 +36,17 @@ def _str(params: dict[str, Any], key: str, *, required: bool = True) -> str | No
     return value
 
 
+def _bool(params: dict[str, Any], key: str, default: bool) -> bool:
+    value = params.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise IpcError(
+            ErrorCode.BAD_REQUEST, f"parameter {key!r} must be true or false, not {value!r}"
+        )
+    return value
+
+
 class Api:
     """The method table; errors of the daemon are mapped to stable codes here."""
 
@@ -78,7 +89,7 @@ class Api:
 
     async def agents_list(self, _conn: Connection, params: dict[str, Any]) -> Any:
         registry = self.daemon.service.registry
-        return [agent_view(a) for a in listed(registry, bool(params.get("all")))]
+        return [agent_view(a) for a in listed(registry, _bool(params, "all", False))]
 
     async def agents_get(self, _conn: Connection, params: dict[str, Any]) -> Any:
         registry = self.daemon.service.registry
@@ -114,12 +125,24 @@ class Api:
 
     async def subscribe(self, conn: Connection, params: dict[str, Any]) -> Any:
         since = params.get("since")
-        if since is not None and (not isinstance(since, int) or since < 0):
-            raise IpcError(ErrorCode.BAD_REQUEST, "parameter 'since' must be a seq (int >= 0)")
+        # bool is an int in Python: ``since: true`` must not pass for seq 1.
+        if since is not None and (
+            not isinstance(since, int) or isinstance(since, bool) or since < 0
+        ):
+            raise IpcError(
+                ErrorCode.BAD_REQUEST,
+                f"parameter 'since' must be a seq (int >= 0) or null, not {since!r}",
+            )
+        interactive = _bool(params, "interactive", True)
         service = self.daemon.service
         queue: asyncio.Queue[tuple[int, Event]] = asyncio.Queue()
 
         def on_event(seq: int, event: Event) -> None:
+            # The server runs ``after`` only once the reply is written: a client gone before
+            # that would otherwise leave this listener behind for good.
+            if conn.closed.is_set():
+                remove()
+                return
             if queue.qsize() >= MAX_QUEUED_PUSHES:
                 log.warning("subscriber %r does not keep up; disconnecting it", conn)
                 conn.close()
@@ -178,8 +201,6 @@ class Api:
                 remove()
 
         # Discovery lists at once for a new interactive client and knows when none is left.
-        interactive = bool(params.get("interactive", True))
-
         async def watch_close() -> None:
             try:
                 await conn.wait_closed()

@@ -1,0 +1,79 @@
+"""The daemon's IPC methods against wrong-typed parameters and dropped subscribers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+import pytest
+
+from volee_desktop.core import events as ev
+from volee_desktop.daemon.main import Daemon
+from volee_desktop.ipc.aclient import AsyncClient
+from volee_desktop.ipc.protocol import ErrorCode, IpcError
+from volee_desktop.ipc.server import Connection, Reply
+from volee_desktop.paths import dirs
+
+from .helpers import registered
+
+
+@pytest.fixture
+async def daemon() -> AsyncIterator[Daemon]:
+    d = await Daemon.start(dirs())
+    yield d
+    await d.close()
+
+
+async def call_error(d: Daemon, method: str, params: dict[str, Any]) -> IpcError:
+    client = await AsyncClient.connect(d.dirs.socket)
+    try:
+        with pytest.raises(IpcError) as caught:
+            await client.call(method, params)
+        return caught.value
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize("value", ["yes", "false", 1, [True]])
+async def test_agents_list_refuses_an_all_that_is_not_a_bool(daemon: Daemon, value: Any) -> None:
+    error = await call_error(daemon, "agents.list", {"all": value})
+    assert error.code == ErrorCode.BAD_REQUEST
+    assert "'all'" in error.message
+    assert "true or false" in error.message
+
+
+@pytest.mark.parametrize("value", [True, False, 1.5, "3"])
+async def test_subscribe_refuses_a_since_that_is_not_a_seq(daemon: Daemon, value: Any) -> None:
+    error = await call_error(daemon, "subscribe", {"since": value})
+    assert error.code == ErrorCode.BAD_REQUEST
+    assert "'since'" in error.message
+
+
+async def test_subscribe_refuses_an_interactive_that_is_not_a_bool(daemon: Daemon) -> None:
+    error = await call_error(daemon, "subscribe", {"since": None, "interactive": "false"})
+    assert error.code == ErrorCode.BAD_REQUEST
+    assert "'interactive'" in error.message
+
+
+class ClosedConnection:
+    """A connection that closed before the subscribe reply could be written."""
+
+    def __init__(self) -> None:
+        self.closed = asyncio.Event()
+        self.closed.set()
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+async def test_a_subscriber_gone_before_its_reply_leaves_no_listener(daemon: Daemon) -> None:
+    a = registered("a")
+    await daemon.service.commit([a])
+    before = len(daemon.service._listeners)
+    conn = cast(Connection, ClosedConnection())
+    reply = await daemon.api.subscribe(conn, {"since": None, "interactive": False})
+    assert isinstance(reply, Reply)
+    # The server never runs ``after`` when the reply cannot be written: nothing else cleans up.
+    await daemon.service.commit([ev.ActivityRecorded(at=2, agent=a.agent, activity="x")])
+    assert len(daemon.service._listeners) == before
