@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -16,6 +19,8 @@ from volee_desktop.ipc.server import Connection, Reply
 from volee_desktop.paths import dirs
 
 from .helpers import registered
+
+SAMPLES = Path(__file__).resolve().parents[1] / "harness" / "samples"
 
 
 @pytest.fixture
@@ -77,3 +82,23 @@ async def test_a_subscriber_gone_before_its_reply_leaves_no_listener(daemon: Dae
     # The server never runs ``after`` when the reply cannot be written: nothing else cleans up.
     await daemon.service.commit([ev.ActivityRecorded(at=2, agent=a.agent, activity="x")])
     assert len(daemon.service._listeners) == before
+
+
+@pytest.mark.parametrize("at", [float("nan"), float("inf"), True])
+async def test_a_hook_with_an_unusable_received_at_keeps_the_log_readable(at: Any) -> None:
+    daemon = await Daemon.start(dirs())
+    a = registered("a")
+    await daemon.service.commit([a])
+    payload = json.loads((SAMPLES / "claude-hook-UserPromptSubmit.json").read_text())
+    params = {"event": "UserPromptSubmit", "payload": json.dumps(payload), "agent": a.agent}
+    reply = await daemon.intake.hook({**params, "received_at": at})
+    assert reply["accepted"] is True
+    since = daemon.service.registry.agents[a.agent].state_since
+    assert math.isfinite(since)
+    assert since > 1_000_000  # the daemon's clock, not True == 1.0
+    await daemon.close()
+    again = await Daemon.start(dirs())  # a NaN stored as null made this raise CorruptLog
+    try:
+        assert again.service.registry.agents[a.agent].state_since == since
+    finally:
+        await again.close()

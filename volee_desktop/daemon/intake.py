@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -53,7 +54,9 @@ class Intake:
         raw = params.get("payload")
         key = params.get("key") if isinstance(params.get("key"), str) else None
         at = params.get("received_at")
-        when = float(at) if isinstance(at, int | float) else self._clock()
+        # NaN/inf would be stored as null and make the log unreadable at the next start.
+        usable = isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at)
+        when = float(at) if usable else self._clock()
         if not isinstance(name, str) or not name:
             return self._reject(params, "no hook event name (run as `volee hook EVENT`)")
         if not isinstance(raw, str):
