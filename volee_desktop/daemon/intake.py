@@ -55,8 +55,9 @@ class Intake:
         key = params.get("key") if isinstance(params.get("key"), str) else None
         at = params.get("received_at")
         # NaN/inf would be stored as null and make the log unreadable at the next start.
-        usable = isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at)
-        when = float(at) if usable else self._clock()
+        when = self._clock()
+        if isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at):
+            when = float(at)
         if not isinstance(name, str) or not name:
             return self._reject(params, "no hook event name (run as `volee hook EVENT`)")
         if not isinstance(raw, str):
