@@ -514,7 +514,7 @@ class AppController(QObject):
         if self.options.show_error is not None:
             self.options.show_error(title, message)
             return
-        self.panel.show_status(f"{title}: {message}")
+        self.panel.show_status(f"{title}: {message}", transient=True)
         box = QMessageBox(QMessageBox.Icon.Warning, title, message, parent=self.panel)
         self._keep(box)
         box.open()

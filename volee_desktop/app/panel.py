@@ -147,6 +147,8 @@ class AgentPanel(QWidget):
         self.status.setObjectName("status")
         self.status.setWordWrap(True)
         self.status.hide()
+        # An action's error is about that action: it goes at the next action or opening.
+        self._status_transient = False
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
@@ -195,11 +197,18 @@ class AgentPanel(QWidget):
     def trigger(self, name: str) -> None:
         agent_id = self.current_id()
         if agent_id is not None and (name not in self.buttons or self.buttons[name].isEnabled()):
+            self._clear_transient()
             self.action.emit(name, agent_id)
 
-    def show_status(self, text: str) -> None:
+    def show_status(self, text: str, transient: bool = False) -> None:
+        """Show ``text`` under the list; a transient one goes at the next action or opening."""
         self.status.setText(text)
         self.status.setVisible(bool(text))
+        self._status_transient = transient and bool(text)
+
+    def _clear_transient(self) -> None:
+        if self._status_transient:
+            self.show_status("")
 
     def set_summary(self, text: str) -> None:
         self.header.setText(text)
@@ -345,6 +354,7 @@ class AgentPanel(QWidget):
 
     def showEvent(self, event: QShowEvent) -> None:
         # Opening the list starts at the most urgent agent (select() can move it after).
+        self._clear_transient()
         if self.proxy.rowCount():
             self.view.setCurrentIndex(self.proxy.index(0, 0))
         self._repaint.start()
