@@ -41,12 +41,9 @@ def connect(folders: Dirs, *, start: bool = True, timeout: float = 30.0) -> Clie
     return Client.connect(folders.socket, timeout=timeout)
 
 
-def start_daemon(folders: Dirs) -> None:
-    """Start the headless daemon detached from this terminal and wait until it serves."""
-    folders.logs.mkdir(parents=True, exist_ok=True)
-    log_path = folders.logs / "daemon.log"
+def _spawn_daemon(log_path: Path) -> subprocess.Popen[bytes]:
     with open(log_path, "ab") as out:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             [sys.executable, "-m", "volee_desktop.cli", "daemon", "run"],
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -54,6 +51,15 @@ def start_daemon(folders: Dirs) -> None:
             start_new_session=True,
             close_fds=True,
         )
+
+
+def start_daemon(folders: Dirs) -> None:
+    """Start the headless daemon detached from this terminal and wait until it serves."""
+    from ..daemon.lock import is_held
+
+    folders.logs.mkdir(parents=True, exist_ok=True)
+    log_path = folders.logs / "daemon.log"
+    proc = _spawn_daemon(log_path)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         try:
@@ -65,7 +71,10 @@ def start_daemon(folders: Dirs) -> None:
         if code is not None and code != ALREADY_RUNNING:
             tail = _tail(log_path)
             raise CliError(f"the volee daemon could not start (exit {code}):\n{tail}", 3)
-        # exit ALREADY_RUNNING: another daemon won the race; wait for it to serve.
+        # exit ALREADY_RUNNING: another daemon won the race; wait for it to serve. If that one
+        # was stopping and let go of the lock without serving, nobody else starts one: we do.
+        if code == ALREADY_RUNNING and not is_held(folders.daemon_lock):
+            proc = _spawn_daemon(log_path)
         time.sleep(0.05)
     raise CliError(f"the volee daemon did not answer within {START_TIMEOUT:.0f} s; see {log_path}")
 
