@@ -140,3 +140,21 @@ async def test_events_after_reads_from_the_log() -> None:
     await service.commit([a])
     await service.commit([ev.ActivityRecorded(at=2, agent=a.agent, activity="Bash: ls")])
     assert [(s, e.TYPE) for s, e in service.events_after(1)] == [(2, "activity-recorded")]
+
+
+async def test_a_repeated_key_answers_only_once_the_first_commit_is_durable() -> None:
+    log = GateLog()
+    service = Service(log, Registry(), Record)
+    a = registered("a")
+    first = asyncio.ensure_future(service.commit([a], key="k1"))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    again = asyncio.ensure_future(service.commit([a], key="k1"))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    # Answering now would tell the caller its hook is stored while nothing is on disk yet.
+    assert not again.done()
+    log.gate.set()
+    assert await first == [1]
+    assert await again == []
+    assert a.agent in service.registry.agents

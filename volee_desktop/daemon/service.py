@@ -99,7 +99,18 @@ class Service:
             return []
         if self.broken:
             raise Broken(self.broken)
-        if key is not None and (key in self._keys or self._log.has_key(key)):
+        if key is not None and key in self._keys:
+            # The same key is on its way to the log: answer once it is durable, not before.
+            for pending, _events, pending_key in list(self._pending):
+                if pending_key == key:
+                    try:
+                        await asyncio.shield(pending)
+                    except Exception as exc:
+                        self._drain()
+                        raise Broken(self.broken or f"the event log failed: {exc}") from exc
+                    break
+            return []
+        if key is not None and self._log.has_key(key):
             return []
         base = self._work if self._work is not None else self.registry
         work = base.fork() if len(events) > 1 or self._work is None else base
