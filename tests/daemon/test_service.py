@@ -62,7 +62,7 @@ async def test_concurrent_requests_validate_against_each_other_and_share_commits
     # Two concurrent requests: the second depends on the first, which is not durable yet.
     working = ev.StateChanged(at=2, agent=a.agent, state=AgentState.WORKING)
     results = await asyncio.gather(service.commit([a]), service.commit([working]))
-    assert results == [[1], [2]]
+    assert list(results) == [[1], [2]]
     assert service.registry.agents[a.agent].state is AgentState.WORKING
 
 
