@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from volee_desktop.core import events as ev
 from volee_desktop.core.states import AgentState
 
 from .fakes import World
@@ -35,3 +38,49 @@ def test_a_daemon_notice_stays_under_the_list(controller: Any, world: World, qtb
     qtbot.waitExposed(panel)
     assert "unknown" in panel.status.text()
     assert not panel.status.isHidden()
+
+
+class WithdrawingSink:
+    """Records what is shown and what is taken off the screen again."""
+
+    def __init__(self) -> None:
+        self.notices: list[Any] = []
+        self.activators: list[Any] = []
+        self.withdrawn: list[Any] = []
+
+    async def show(self, notice: Any, activate: Any) -> bool:
+        self.notices.append(notice)
+        self.activators.append(activate)
+        return True
+
+    async def withdraw(self, notice: Any) -> None:
+        self.withdrawn.append(notice)
+
+
+@pytest.fixture
+def sink() -> WithdrawingSink:
+    return WithdrawingSink()
+
+
+def test_a_needs_input_notification_goes_once_the_agent_was_answered(
+    controller: Any, world: World, sink: WithdrawingSink, qtbot: Any
+) -> None:
+    a = world.agent("asker", AgentState.WORKING)
+    world.state(a, AgentState.NEEDS_INPUT, "permission for Bash")
+    qtbot.waitUntil(lambda: len(sink.notices) == 1, timeout=3000)
+    world.state(a, AgentState.NEEDS_INPUT, "permission for Bash")  # still true: it stays
+    b = world.agent("other", AgentState.WORKING)
+    world.state(b, AgentState.DONE)
+    assert sink.withdrawn == []
+    world.state(a, AgentState.WORKING, "Bash: touch x")  # the person said yes
+    qtbot.waitUntil(lambda: sink.withdrawn == sink.notices[:1], timeout=3000)
+
+
+def test_a_failed_notification_goes_once_the_agent_is_forgotten(
+    controller: Any, world: World, sink: WithdrawingSink, qtbot: Any, link: Any
+) -> None:
+    a = world.agent("crash", AgentState.WORKING)
+    world.state(a, AgentState.FAILED, "exited with code 3")
+    qtbot.waitUntil(lambda: len(sink.notices) == 1, timeout=3000)
+    link.push(ev.AgentForgotten(at=world.tick(), agent=a))
+    qtbot.waitUntil(lambda: sink.withdrawn == sink.notices[:1], timeout=3000)

@@ -2,7 +2,9 @@
 
 ``NotificationCenter`` is the ``LiveObserver`` that feeds ``notify_policy``
 (the rules) and shows what its ``Throttle`` releases, on a single-shot timer
-set to the throttle's next due time (no periodic wake-ups).
+set to the throttle's next due time (no periodic wake-ups).  A notification
+that no longer holds (the agent was answered, stopped or forgotten; the mission
+approved) is withdrawn from the screen by sinks that can (``withdraw``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from PySide6.QtWidgets import QSystemTrayIcon
 from volee_desktop.core.registry import Registry
 
 from .live import Change
-from .notify_policy import Notice, NotifySettings, Throttle, candidates
+from .notify_policy import Notice, NotifySettings, Throttle, candidates, still_holds
 from .tasks import Tasks
 
 log = logging.getLogger(__name__)
@@ -35,6 +37,14 @@ class NotificationSink(Protocol):
         ...
 
 
+class WithdrawingSink(NotificationSink, Protocol):
+    """A sink that can also take a notification it showed off the screen."""
+
+    async def withdraw(self, notice: Notice) -> None:
+        """Remove ``notice`` if it is still shown (nothing when it is not)."""
+        ...
+
+
 class DesktopSink:
     """desktop-notifier: D-Bus org.freedesktop.Notifications on Linux, the OS centre elsewhere."""
 
@@ -44,20 +54,37 @@ class DesktopSink:
         self._notifier = DesktopNotifier(
             app_name=app_name, app_icon=Icon(path=icon) if icon is not None else None
         )
+        self._ids: dict[Notice, str] = {}  # what is on screen, by its notification id
 
     async def show(self, notice: Notice, activate: Callable[[], None]) -> bool:
         from desktop_notifier import Button
 
         dispatched: list[bool] = []
-        await self._notifier.send(
+
+        def gone() -> None:
+            self._ids.pop(notice, None)
+
+        def pressed() -> None:
+            gone()
+            activate()
+
+        identifier = await self._notifier.send(
             title=notice.title,
             message=notice.body,
-            buttons=[Button(title=notice.action.value, on_pressed=activate)],
-            on_clicked=activate,
+            buttons=[Button(title=notice.action.value, on_pressed=pressed)],
+            on_clicked=pressed,
+            on_dismissed=gone,
             on_dispatched=lambda: dispatched.append(True),
         )
         # send() logs and swallows failures; on_dispatched runs only when it worked.
+        if dispatched:
+            self._ids[notice] = identifier
         return bool(dispatched)
+
+    async def withdraw(self, notice: Notice) -> None:
+        identifier = self._ids.pop(notice, None)
+        if identifier is not None:
+            await self._notifier.clear(identifier)
 
 
 class BalloonSink:
@@ -104,6 +131,9 @@ class NotificationCenter(QObject):
         self._focused = focused
         self._clock = clock
         self._tasks = tasks or Tasks()
+        # Shown notifications about one agent or mission, by subject, with the sink that
+        # showed them: withdrawn once they no longer hold.
+        self._on_screen: dict[str, tuple[Notice, NotificationSink]] = {}
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self.flush)
@@ -112,6 +142,7 @@ class NotificationCenter(QObject):
         """Show nothing more (the app is closing)."""
         self._timer.stop()
         self.throttle.clear()
+        self._on_screen.clear()
 
     def set_settings(self, settings: NotifySettings) -> None:
         self.settings = settings
@@ -127,11 +158,24 @@ class NotificationCenter(QObject):
     def on_change(self, change: Change) -> None:
         if not change.agents and change.mission is None:
             return
+        if self._on_screen:
+            self._withdraw_stale()
         now = self._clock()
         found = candidates(change, self.settings, self._focused(), now)
         if found:
             self.throttle.offer(found, now)
             self._schedule()
+
+    def _withdraw_stale(self) -> None:
+        registry = self._registry()
+        for subject, (notice, sink) in list(self._on_screen.items()):
+            # Not still_holds: a notification in front of the person stays until it is false.
+            if still_holds(notice, registry, frozenset()):
+                continue
+            del self._on_screen[subject]
+            withdraw = getattr(sink, "withdraw", None)
+            if withdraw is not None:
+                self._tasks.spawn(withdraw(notice), f"withdraw {notice.title!r}")
 
     # --- releasing ------
 
@@ -158,6 +202,8 @@ class NotificationCenter(QObject):
                     log.info(
                         "notification: %s — %s [%s]", notice.title, notice.body, notice.subject
                     )
+                    if notice.kind is not None:
+                        self._on_screen[notice.subject] = (notice, sink)
                     self.shown.emit(notice)
                     return
             except Exception:
