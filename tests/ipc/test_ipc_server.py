@@ -383,3 +383,31 @@ async def test_closing_leaves_a_socket_that_replaced_ours(
             assert await client.call("ping") == "pong"
     finally:
         await second.close()
+
+
+async def test_close_lets_a_request_in_flight_finish_and_refuses_new_ones(
+    sock_path: Path, methods: TestMethods
+) -> None:
+    server = await IpcServer.start(sock_path, methods)
+    busy = await Raw.open(sock_path)
+    other = await Raw.open(sock_path)
+    try:
+        await other.call("ping")
+        await busy.send_json({"v": 1, "id": 7, "method": "hold", "params": {}})
+        await asyncio.wait_for(methods.hold_started.wait(), 5)
+        closing = asyncio.ensure_future(server.close())
+        await wait_until(lambda: sock_path.exists() is False)
+        # A request that arrives while the server stops gets a clear answer, not a dead socket.
+        refused = await other.call("ping", request_id=8)
+        assert refused["error"]["code"] == "unavailable"
+        assert "stopping" in refused["error"]["message"]
+        methods.release.set()
+        # The request in flight when close began is answered before its connection drops.
+        assert await busy.recv() == {"v": 1, "id": 7, "result": "released"}
+        await asyncio.wait_for(closing, 5)
+        await busy.closed_by_peer()
+    finally:
+        methods.release.set()
+        await server.close()
+        await busy.close()
+        await other.close()

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 # Room for a few full-size messages; a client that is further behind is not reading.
 DEFAULT_MAX_SEND_BUFFER = 4 * MAX_MESSAGE
+# How long close() lets requests in flight finish (their events may be on their way to disk).
+CLOSE_GRACE = 5.0
 _READ_CHUNK = 64 * 1024
 
 AfterReply = Callable[[], Awaitable[None] | None]
@@ -107,6 +109,8 @@ class Connection:
         self.max_send_buffer = max_send_buffer
         self.closed = asyncio.Event()
         self._in_request = False
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._held: list[bytes] = []
         self._held_bytes = 0
         self._after: list[AfterReply] = []
@@ -188,10 +192,12 @@ class Connection:
 
     def _begin_request(self) -> None:
         self._in_request = True
+        self._idle.clear()
         self._after.clear()
 
     def _end_request(self, reply: bytes, run_after: bool) -> None:
         self._in_request = False
+        self._idle.set()
         after, self._after = self._after, []
         held, self._held, self._held_bytes = self._held, [], 0
         if not self._send(reply):
@@ -227,6 +233,7 @@ class Connection:
         if self.closed.is_set():
             return
         self.closed.set()
+        self._idle.set()
         self._held.clear()
         self._held_bytes = 0
         for task in list(self._tasks):
@@ -298,6 +305,14 @@ class IpcServer:
         listener, self._listener = self._listener, None
         if listener is not None:
             await listener.close()
+        # A request cut off mid-way leaves its client guessing whether it happened: let the
+        # ones in flight answer (new ones are refused meanwhile), for a bounded time.
+        busy = [c._idle.wait() for c in self._connections if not c._idle.is_set()]
+        if busy:
+            try:
+                await asyncio.wait_for(asyncio.gather(*busy), CLOSE_GRACE)
+            except TimeoutError:
+                log.warning("closing with requests still in flight after %.0f s", CLOSE_GRACE)
         for conn in list(self._connections):
             conn.close()
         tasks = list(self._conn_tasks)
@@ -384,6 +399,16 @@ class IpcServer:
         except RequestError as exc:
             log.info("bad request from %r: %s", conn, exc)
             conn._send(encode_error(exc.request_id, exc.code, exc.message, exc.extra))
+            return
+        if self._closing:
+            conn._send(
+                encode_error(
+                    request.id,
+                    ErrorCode.UNAVAILABLE,
+                    f"the daemon is stopping and did not run {request.method!r}; "
+                    "run the command again (it starts a new daemon)",
+                )
+            )
             return
         conn._begin_request()
         ok = False
