@@ -84,3 +84,14 @@ def test_a_failed_notification_goes_once_the_agent_is_forgotten(
     qtbot.waitUntil(lambda: len(sink.notices) == 1, timeout=3000)
     link.push(ev.AgentForgotten(at=world.tick(), agent=a))
     qtbot.waitUntil(lambda: sink.withdrawn == sink.notices[:1], timeout=3000)
+
+
+def test_the_tooltip_says_notifications_are_paused(controller: Any, world: World) -> None:
+    world.agent("asker", AgentState.NEEDS_INPUT, "permission for Bash")
+    controller.tray.action_pause.setChecked(True)
+    controller.tray.apply_now()
+    assert controller.tray.icon.toolTip() == "1 needs you · notifications paused"
+    assert controller.panel.header.text() == "1 needs you · notifications paused"
+    controller.tray.action_pause.setChecked(False)
+    controller.tray.apply_now()
+    assert controller.tray.icon.toolTip() == "1 needs you"

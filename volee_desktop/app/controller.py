@@ -195,7 +195,9 @@ class AppController(QObject):
 
     def _refresh_summary(self) -> None:
         conn = self.live.connection
-        summary = summarize(self.live.counts, conn.connected, conn.detail)
+        summary = summarize(
+            self.live.counts, conn.connected, conn.detail, self.notifications.settings.paused
+        )
         self.tray.update(summary)
         self.panel.set_summary(summary.tooltip)
 
@@ -460,6 +462,7 @@ class AppController(QObject):
 
     def pause_notifications(self, paused: bool) -> None:
         self.notifications.set_settings(replace(self.notifications.settings, paused=paused))
+        self._refresh_summary()
         log.info("notifications %s", "paused" if paused else "resumed")
 
     def load_notify_settings(self) -> None:

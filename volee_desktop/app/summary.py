@@ -71,8 +71,10 @@ def _plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def summarize(counts: StateCounts, connected: bool = True, detail: str = "") -> TraySummary:
-    """The tray's badge, mark and tooltip for these counts."""
+def summarize(
+    counts: StateCounts, connected: bool = True, detail: str = "", paused: bool = False
+) -> TraySummary:
+    """The tray's badge, mark and tooltip for these counts (``paused``: notifications are)."""
     needs = counts[AgentState.NEEDS_INPUT]
     working = counts[AgentState.WORKING] + counts[AgentState.LAUNCHING]
     failed = counts[AgentState.FAILED]
@@ -99,6 +101,9 @@ def summarize(counts: StateCounts, connected: bool = True, detail: str = "") -> 
         mark = Mark.PLAIN
     if not parts:
         parts.append(_plural(live, "agent idle", "agents idle") if live else "no agents running")
+    if paused:
+        # Said where the person looks: a paused app is otherwise silent with no sign of it.
+        parts.append("notifications paused")
     tooltip = " · ".join(parts)
     if not connected:
         tooltip = f"volee: {detail or 'not connected to the daemon'}\n{tooltip}"
