@@ -102,3 +102,12 @@ async def test_a_hook_with_an_unusable_received_at_keeps_the_log_readable(at: An
         assert again.service.registry.agents[a.agent].state_since == since
     finally:
         await again.close()
+
+
+@pytest.mark.parametrize("lines", ["x", True, 0, -3, 2.5])
+async def test_agents_screen_refuses_lines_that_are_not_a_count(daemon: Daemon, lines: Any) -> None:
+    a = registered("a")
+    await daemon.service.commit([a])
+    error = await call_error(daemon, "agents.screen", {"agent": a.agent, "lines": lines})
+    assert error.code == ErrorCode.BAD_REQUEST
+    assert "'lines'" in error.message

@@ -371,7 +371,14 @@ class AgentsRunner(AgentHosts):
 
     async def api_screen(self, _conn: Connection, params: dict[str, Any]) -> Any:
         agent = self._agent(params)
-        lines = int(params.get("lines") or 60)
+        lines = params.get("lines", 60)
+        if lines is None:
+            lines = 60
+        if not isinstance(lines, int) or isinstance(lines, bool) or lines < 1:
+            raise IpcError(
+                ErrorCode.BAD_REQUEST,
+                f"parameter 'lines' must be a whole number >= 1, not {lines!r}",
+            )
         record = await asyncio.to_thread(_read_quietly, self.record_of(agent.id))
         if record is None or not host_alive(record):
             raise NotFound(f"agent {agent.name} has no running host; its output is gone")
