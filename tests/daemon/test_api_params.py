@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import socket
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, cast
@@ -14,7 +16,7 @@ import pytest
 from volee_desktop.core import events as ev
 from volee_desktop.daemon.main import Daemon
 from volee_desktop.ipc.aclient import AsyncClient
-from volee_desktop.ipc.protocol import ErrorCode, IpcError
+from volee_desktop.ipc.protocol import ErrorCode, IpcError, ServerStartError
 from volee_desktop.ipc.server import Connection, Reply
 from volee_desktop.paths import dirs
 
@@ -111,3 +113,20 @@ async def test_agents_screen_refuses_lines_that_are_not_a_count(daemon: Daemon, 
     error = await call_error(daemon, "agents.screen", {"agent": a.agent, "lines": lines})
     assert error.code == ErrorCode.BAD_REQUEST
     assert "'lines'" in error.message
+
+
+async def test_a_start_that_cannot_serve_leaves_no_log_writer_running() -> None:
+    folders = dirs()
+    folders.socket.parent.mkdir(parents=True, exist_ok=True)
+    squatter = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        squatter.bind(str(folders.socket))
+        squatter.listen()
+        with pytest.raises(ServerStartError):
+            await Daemon.start(folders)
+    finally:
+        squatter.close()
+    writers = [t for t in threading.enumerate() if t.name == "volee-store-writer"]
+    assert writers == []
+    again = await Daemon.start(folders)  # the lock was let go as well
+    await again.close()

@@ -100,6 +100,8 @@ class Daemon:
         for folder in (dirs.state, dirs.runtime, dirs.logs, dirs.config):
             ensure_private_dir(folder)
         lock = PidLock(dirs.daemon_lock).acquire()
+        event_log: EventLog | None = None
+        daemon: Daemon | None = None
         try:
             loaded = load_config(dirs.config_file)
             for problem in loaded.problems:
@@ -114,7 +116,14 @@ class Daemon:
             if serve:
                 daemon.server = await IpcServer.start(dirs.socket, daemon.api)
         except BaseException:
-            lock.release()
+            # A start that fails late (e.g. the socket cannot be bound) must not leave the
+            # runners' tasks and the log's writer thread running.
+            if daemon is not None:
+                await daemon.close()
+            else:
+                if event_log is not None:
+                    await asyncio.to_thread(event_log.close)
+                lock.release()
             raise
         facts.seconds = time.perf_counter() - began
         log.info(
