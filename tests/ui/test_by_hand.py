@@ -95,3 +95,14 @@ def test_the_tooltip_says_notifications_are_paused(controller: Any, world: World
     controller.tray.action_pause.setChecked(False)
     controller.tray.apply_now()
     assert controller.tray.icon.toolTip() == "1 needs you"
+
+
+def test_window_titles_end_with_the_app_name_once(controller: Any, qtbot: Any) -> None:
+    # On X11 Qt appends " — volee" (the display name) unless the title already ends with it:
+    # "volee — agents" was shown as "volee — agents — volee".
+    dialog = controller.open_settings()
+    qtbot.addWidget(dialog)
+    for widget in (controller.panel, dialog):
+        title = widget.windowTitle()
+        assert title.endswith(" — volee")
+        assert title.count("volee") == 1

@@ -74,7 +74,7 @@ class AgentPanel(QWidget):
     def __init__(self, model: AgentListModel, parent: QWidget | None = None, popup: bool = True):
         super().__init__(parent)
         self.setObjectName("agentPanel")
-        self.setWindowTitle("volee — agents")
+        self.setWindowTitle("Agents — volee")
         self.popup = popup
         self.hidden_at = 0.0  # when it last hid itself because the person clicked elsewhere
         if popup:

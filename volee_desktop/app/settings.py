@@ -87,7 +87,7 @@ class SettingsDialog(QDialog):
         from volee_desktop.config import load_config
 
         self.setObjectName("settings")
-        self.setWindowTitle("volee settings")
+        self.setWindowTitle("Settings — volee")
         self.config_path = config_path
         self._login_factory = login_item
         self._login: Any = None
