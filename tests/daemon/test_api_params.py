@@ -130,3 +130,29 @@ async def test_a_start_that_cannot_serve_leaves_no_log_writer_running() -> None:
     assert writers == []
     again = await Daemon.start(folders)  # the lock was let go as well
     await again.close()
+
+
+async def test_a_timeline_too_long_for_one_reply_gives_the_newest_after_a_marker(
+    daemon: Daemon,
+) -> None:
+    a = registered("a")
+    await daemon.service.commit([a])
+    text = "Bash: npm test --workspace packages/something-long"
+    for i in range(0, 6000, 500):
+        await daemon.service.commit(
+            [
+                ev.ActivityRecorded(at=2 + i + j, agent=a.agent, activity=f"{text} {i + j}")
+                for j in range(500)
+            ]
+        )
+    client = await AsyncClient.connect(daemon.dirs.socket)
+    try:
+        items = await client.call("agents.timeline", {"agent": a.agent})
+    finally:
+        await client.close()
+    assert items[0]["type"] == "timeline-truncated"
+    left_out = int(items[0]["text"].split()[0])
+    assert left_out > 0
+    assert len(items) - 1 + left_out == 6001
+    assert items[-1]["text"] == f"{text} 5999"
+    assert items[1]["seq"] == items[0]["seq"] + 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..core.events import Event
-from ..ipc.protocol import ErrorCode, IpcError
+from ..ipc.protocol import MAX_MESSAGE, ErrorCode, IpcError
 from ..ipc.server import Connection, Reply
 from ..store.codec import decode_event, encode_registry, event_to_dict
 from .errors import Ambiguous, Broken, NotFound, Refused
@@ -25,6 +26,8 @@ log = logging.getLogger(__name__)
 Method = Callable[[Connection, dict[str, Any]], Awaitable[Any]]
 MAX_QUEUED_PUSHES = 50_000
 SNAPSHOT_PART = 256 * 1024
+# A timeline reply must fit in one message (with room for the envelope).
+TIMELINE_BUDGET = MAX_MESSAGE - 64 * 1024
 
 
 def _str(params: dict[str, Any], key: str, *, required: bool = True) -> str | None:
@@ -45,6 +48,30 @@ def _bool(params: dict[str, Any], key: str, default: bool) -> bool:
             ErrorCode.BAD_REQUEST, f"parameter {key!r} must be true or false, not {value!r}"
         )
     return value
+
+
+def _fit_timeline(items: list[dict[str, Any]], agent_id: str) -> list[dict[str, Any]]:
+    """The newest items that fit in one reply, after a marker saying how many were left out.
+
+    A long-lived agent has more events than one message holds; failing with too_large would
+    make its timeline unreadable for good.
+    """
+    sizes = [len(json.dumps(item, ensure_ascii=False).encode()) + 1 for item in items]
+    total = sum(sizes)
+    if total <= TIMELINE_BUDGET:
+        return items
+    start = 0
+    while total > TIMELINE_BUDGET:
+        total -= sizes[start]
+        start += 1
+    marker = {
+        "seq": items[start - 1]["seq"],
+        "at": items[start - 1]["at"],
+        "type": "timeline-truncated",
+        "agent": agent_id,
+        "text": f"{start} earlier events left out (more than one reply holds); the newest follow",
+    }
+    return [marker, *items[start:]]
 
 
 class Api:
@@ -114,7 +141,8 @@ class Api:
             for r in self.daemon.log.read(0)
             if needle in r.payload
         )
-        return timeline(entries, agent_id, self.daemon.service.registry.name_of)
+        items = timeline(entries, agent_id, self.daemon.service.registry.name_of)
+        return _fit_timeline(items, agent_id)
 
     # --- hooks -----------------------------------------------------------------------------
 
