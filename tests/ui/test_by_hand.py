@@ -106,3 +106,18 @@ def test_window_titles_end_with_the_app_name_once(controller: Any, qtbot: Any) -
         title = widget.windowTitle()
         assert title.endswith(" — volee")
         assert title.count("volee") == 1
+
+
+def test_opening_an_agent_that_needs_you_puts_the_cursor_in_the_reply_box(
+    controller: Any, world: World, qtbot: Any
+) -> None:
+    a = world.agent("asker", AgentState.NEEDS_INPUT, "permission for Bash")
+    b = world.agent("worker", AgentState.WORKING)
+    controller.open_agent(a)  # what the notification's Open does (no terminal: output view)
+    window = controller.windows[a]
+    qtbot.waitExposed(window)
+    assert window.focusWidget() is window.reply
+    controller.open_agent(b)
+    other = controller.windows[b]
+    qtbot.waitExposed(other)
+    assert other.focusWidget() is not other.reply

@@ -306,6 +306,10 @@ class AppController(QObject):
         window.show()
         window.raise_()
         window.activateWindow()
+        agent = self.live.registry.agents.get(agent_id)
+        if agent is not None and agent.state is AgentState.NEEDS_INPUT:
+            # It waits for an answer (the notification's Open lands here): typing answers.
+            window.focus_reply()
         self.refresh_output(agent_id)
         log.info("opened agent %s: output view", agent_id)
         self.opened.emit(agent_id, "output")
