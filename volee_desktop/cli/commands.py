@@ -16,6 +16,7 @@ from ..ipc.protocol import DaemonUnavailable, IpcError
 from ..paths import Dirs, dirs
 
 START_TIMEOUT = 20.0
+STOP_TIMEOUT = 15.0
 ALREADY_RUNNING = 2  # `volee daemon run`'s status when another daemon holds the lock
 
 
@@ -205,12 +206,18 @@ def cmd_daemon_stop(args: argparse.Namespace) -> int:
     except DaemonUnavailable:
         print("volee daemon: not running")
         return 0
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while True:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
             break
+        if time.monotonic() >= deadline:
+            raise CliError(
+                f"the daemon (pid {pid}) is still running {STOP_TIMEOUT:.0f} s after it was "
+                f"asked to stop; see {folders.logs / 'daemon.log'}, and if it stays, "
+                f"`kill {pid}` (agents keep running in their hosts)"
+            )
         time.sleep(0.05)
     if args.json:
         emit_json({"stopped": True, "pid": pid})
