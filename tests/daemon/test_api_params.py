@@ -7,7 +7,7 @@ import json
 import math
 import socket
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -19,6 +19,7 @@ from volee_desktop.ipc.aclient import AsyncClient
 from volee_desktop.ipc.protocol import ErrorCode, IpcError, ServerStartError
 from volee_desktop.ipc.server import Connection, Reply
 from volee_desktop.paths import dirs
+from volee_desktop.store.errors import StoreError
 
 from .helpers import registered
 
@@ -156,3 +157,24 @@ async def test_a_timeline_too_long_for_one_reply_gives_the_newest_after_a_marker
     assert len(items) - 1 + left_out == 6001
     assert items[-1]["text"] == f"{text} 5999"
     assert items[1]["seq"] == items[0]["seq"] + 1
+
+
+async def test_a_subscription_that_cannot_replay_drops_its_client(
+    daemon: Daemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await daemon.service.commit([registered("a")])
+
+    def unreadable(_seq: int) -> Iterator[tuple[int, ev.Event]]:
+        raise StoreError("could not read the event log")
+
+    monkeypatch.setattr(daemon.service, "events_after", unreadable)
+    reader, writer = await asyncio.open_unix_connection(str(daemon.dirs.socket))
+    try:
+        request = {"v": 1, "id": 1, "method": "subscribe", "params": {"since": 0}}
+        writer.write(json.dumps(request).encode() + b"\n")
+        reply = json.loads(await asyncio.wait_for(reader.readline(), 5))
+        assert reply["result"] == {"seq": 0, "replay": True}
+        # Without the events it asked for, the client must learn it has to reconnect.
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+    finally:
+        writer.close()

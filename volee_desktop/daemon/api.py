@@ -225,6 +225,10 @@ class Api:
                     if not await self._push_event(conn, seq, event):
                         return
                     last = seq
+            except Exception:
+                # The client would wait for ever with a gap: drop it, so that it reconnects.
+                conn.close()
+                raise
             finally:
                 remove()
 
