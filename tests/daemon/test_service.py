@@ -12,6 +12,7 @@ from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import AgentState
 from volee_desktop.daemon.errors import Broken, Refused
 from volee_desktop.daemon.service import Service, replay
+from volee_desktop.store.errors import StoreError
 from volee_desktop.store.memory import MemoryLog
 from volee_desktop.store.records import Record
 
@@ -158,3 +159,21 @@ async def test_a_repeated_key_answers_only_once_the_first_commit_is_durable() ->
     assert await first == [1]
     assert await again == []
     assert a.agent in service.registry.agents
+
+
+class ClosedLog(MemoryLog):
+    """A log that refuses a write at once, as ``EventLog.append`` does once closed or broken."""
+
+    def append(self, records: Sequence[Record], key: str | None = None) -> Awaitable[list[int]]:
+        raise StoreError("the event log is closed; nothing was written")
+
+
+async def test_a_log_that_refuses_a_write_at_once_breaks_the_service_without_a_phantom() -> None:
+    service = Service(ClosedLog(), Registry(), Record)
+    a = registered("a")
+    with pytest.raises(Broken, match="restart the daemon"):
+        await service.commit([a], key="k1")
+    # Nothing was written: later decisions must not see the event as accepted.
+    assert a.agent not in service.current().agents
+    with pytest.raises(Broken):
+        await service.commit([registered("b")])

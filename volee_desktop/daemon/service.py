@@ -119,11 +119,23 @@ class Service:
             if problem:
                 raise Refused(f"{event.TYPE}: {problem}")
             work.apply(event)
-        self._work = work
         records = [self._record(*encode_event(event)) for event in events]
+        try:
+            appended = self._log.append(records, key)
+        except Exception as exc:
+            # Refused at once (the log is closed or its writer died): ``work`` may hold the
+            # events already, so the working registry cannot be trusted any more (fail-stop).
+            self.broken = (
+                self.broken or f"the event log refused a write ({exc}); restart the daemon"
+            )
+            log.critical("event log refused a write; refusing further writes: %s", exc)
+            if not self._pending:
+                self._work = None
+            raise Broken(self.broken) from exc
+        self._work = work
         if key is not None:
             self._keys.add(key)
-        future = asyncio.ensure_future(self._log.append(records, key))
+        future = asyncio.ensure_future(appended)
         self._pending.append((future, events, key))
         future.add_done_callback(lambda _f: self._drain())
         try:
