@@ -178,3 +178,33 @@ async def test_a_subscription_that_cannot_replay_drops_its_client(
         assert await asyncio.wait_for(reader.read(), 5) == b""
     finally:
         writer.close()
+
+
+async def test_a_second_subscribe_on_one_connection_replaces_the_first_feed(
+    daemon: Daemon,
+) -> None:
+    a = registered("a")
+    await daemon.service.commit([a])
+    client = await AsyncClient.connect(daemon.dirs.socket)
+    try:
+        seqs: list[int] = []
+        got = asyncio.Event()
+
+        def on_event(payload: dict[str, Any]) -> None:
+            seqs.append(payload["seq"])
+            got.set()
+
+        client.on_push("event", on_event)
+        before = len(daemon.service._listeners)
+        await client.call("subscribe", {"since": 1, "interactive": False})
+        # The app resyncs this way, on the same connection.
+        await client.call("subscribe", {"since": 1, "interactive": False})
+        deadline = asyncio.get_running_loop().time() + 5
+        while len(daemon.service._listeners) != before + 1:  # one feed, not two
+            assert asyncio.get_running_loop().time() < deadline, "the first feed still listens"
+            await asyncio.sleep(0.01)
+        await daemon.service.commit([ev.ActivityRecorded(at=2, agent=a.agent, activity="x")])
+        await asyncio.wait_for(got.wait(), 5)
+        assert seqs[0] == 2
+    finally:
+        await client.close()

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import os
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +80,10 @@ class Api:
 
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
+        # The feed of each connection: a new subscribe replaces it (the app resyncs that way).
+        self._feeds: weakref.WeakKeyDictionary[Connection, asyncio.Task[Any]] = (
+            weakref.WeakKeyDictionary()
+        )
         self.methods: dict[str, Method] = {
             "agents.list": self.agents_list,
             "agents.get": self.agents_get,
@@ -242,11 +247,17 @@ class Api:
                     self.daemon.on_interactive_end()
 
         def after() -> None:
+            # Two feeds on one connection would push every event twice: end the older one
+            # (its closer's cleanup runs and cancels its pump before it can push again).
+            older = self._feeds.pop(conn, None)
+            if older is not None:
+                older.cancel()
             if interactive and self.daemon.on_interactive is not None:
                 self.daemon.on_interactive()
             task = self.daemon.spawn_task(pump(), "subscription")
             closer = self.daemon.spawn_task(watch_close(), "subscription-close")
             closer.add_done_callback(lambda _t: task.cancel())
+            self._feeds[conn] = closer
 
         return Reply(result, after=after)
 
