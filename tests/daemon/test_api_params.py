@@ -14,6 +14,7 @@ from typing import Any, cast
 import pytest
 
 from volee_desktop.core import events as ev
+from volee_desktop.core.states import AgentState
 from volee_desktop.daemon.main import Daemon
 from volee_desktop.ipc.aclient import AsyncClient
 from volee_desktop.ipc.protocol import ErrorCode, IpcError, ServerStartError
@@ -208,3 +209,24 @@ async def test_a_second_subscribe_on_one_connection_replaces_the_first_feed(
         assert seqs[0] == 2
     finally:
         await client.close()
+
+
+async def test_a_late_hook_payload_does_not_take_the_agent_back_to_an_older_state(
+    daemon: Daemon,
+) -> None:
+    a = registered("a")
+    await daemon.service.commit([a])
+
+    async def hook(name: str, at: float) -> None:
+        payload = json.loads((SAMPLES / f"claude-hook-{name}.json").read_text())
+        params = {"event": name, "payload": json.dumps(payload), "agent": a.agent}
+        reply = await daemon.intake.hook({**params, "received_at": at})
+        assert reply["accepted"] is True
+
+    await hook("UserPromptSubmit", 100.0)
+    await hook("Stop", 200.0)
+    # Received before the Stop, handed over after it (spooled, ingested at the next start).
+    await hook("PostToolUse", 150.0)
+    agent = daemon.service.registry.agents[a.agent]
+    assert agent.state is AgentState.DONE
+    assert agent.state_since == 200.0

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomicfile import write_atomic
+from ..core.events import StateChanged
 from ..core.registry import Registry
 from ..harness.base import PayloadError, Profile
 from .errors import Refused
@@ -93,6 +94,11 @@ class Intake:
             events = profile.hook_events(agent, name, payload, when)
         except PayloadError as exc:
             return self._reject(params, str(exc))
+        # A payload that arrives late (spooled, then ingested at the next start; or overtaken
+        # by a later hook) must not take the agent back to an older state, e.g. done -> working.
+        events = [
+            e for e in events if not (isinstance(e, StateChanged) and e.at < agent.state_since)
+        ]
         try:
             await self._service.commit(events, key=key)
         except Refused as exc:
