@@ -15,6 +15,7 @@ import pytest
 
 from volee_desktop.core import events as ev
 from volee_desktop.core.states import AgentState
+from volee_desktop.daemon import main as daemon_main
 from volee_desktop.daemon.main import Daemon
 from volee_desktop.ipc.aclient import AsyncClient
 from volee_desktop.ipc.protocol import ErrorCode, IpcError, ServerStartError
@@ -230,3 +231,31 @@ async def test_a_late_hook_payload_does_not_take_the_agent_back_to_an_older_stat
     agent = daemon.service.registry.agents[a.agent]
     assert agent.state is AgentState.DONE
     assert agent.state_since == 200.0
+
+
+async def test_a_payload_spooled_while_the_daemon_runs_is_ingested_without_a_restart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(daemon_main, "SPOOL_EVERY", 0.05)
+    d = await Daemon.start(dirs())
+    try:
+        a = registered("a")
+        await d.service.commit([a])
+        payload = json.loads((SAMPLES / "claude-hook-Stop.json").read_text())
+        params = {
+            "event": "Stop",
+            "payload": json.dumps(payload),
+            "agent": a.agent,
+            "key": "00001-timed-out",
+            "received_at": 10.0,
+        }
+        # What the hook shim does when the daemon is too slow to answer.
+        d.dirs.spool.mkdir(parents=True, exist_ok=True)
+        (d.dirs.spool / "00001-timed-out.json").write_text(json.dumps(params))
+        deadline = asyncio.get_running_loop().time() + 5
+        while d.service.registry.agents[a.agent].state is not AgentState.DONE:
+            assert asyncio.get_running_loop().time() < deadline, "the spool was not ingested"
+            await asyncio.sleep(0.02)
+        assert list(d.dirs.spool.glob("*.json")) == []
+    finally:
+        await d.close()

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,8 @@ from .service import Service, replay
 log = logging.getLogger(__name__)
 
 SNAPSHOT_EVERY = 10_000
+# How often payloads the hook shim spooled while the daemon runs are handed over (seconds).
+SPOOL_EVERY = 10.0
 
 #: Runners added by later features (recovery, missions, discovery): each gets the daemon
 #: after the agents runner exists and before live hosts are adopted.
@@ -115,6 +117,7 @@ class Daemon:
             await daemon.wire_runners()
             if serve:
                 daemon.server = await IpcServer.start(dirs.socket, daemon.api)
+            daemon.spawn_task(daemon.ingest_spool_now_and_then(), "spool")
         except BaseException:
             # A start that fails late (e.g. the socket cannot be bound) must not leave the
             # runners' tasks and the log's writer thread running.
@@ -155,6 +158,16 @@ class Daemon:
         for after in self.after_adoption:
             await after()
 
+    async def ingest_spool_now_and_then(self) -> None:
+        """Hand over what the hook shim spooled while this daemon runs (a hook that timed out,
+        or a payload over one message), not only at the next start."""
+        while True:
+            await asyncio.sleep(SPOOL_EVERY)
+            try:
+                await self.intake.ingest_spool()
+            except Exception:
+                log.exception("ingesting the spool failed; trying again in %s s", SPOOL_EVERY)
+
     def request_stop(self) -> None:
         """Ask the daemon to stop (it finishes what it is doing)."""
         self._stop.set()
@@ -178,6 +191,10 @@ class Daemon:
         task = asyncio.ensure_future(run())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        if isinstance(coro, Coroutine):
+            # Cancelled before it ran (a close right after start): close it, so that it is not
+            # reported as never awaited. A no-op for one that ran.
+            task.add_done_callback(lambda _t: coro.close())
         return task
 
     def _count_for_snapshot(self, seq: int, _event: object) -> None:
