@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import subprocess
+import sys
+import threading
 from typing import Any
 
 import pytest
@@ -39,3 +41,34 @@ async def test_stop_says_so_when_the_daemon_is_still_running_after_the_wait(
         await server.close()
         stuck.kill()
         stuck.wait()
+
+
+def test_stop_ends_a_daemon_that_holds_the_lock_but_does_not_serve_yet(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    folders = dirs()
+    # Plays a daemon still starting: it holds the lock, the socket is not there yet.
+    code = (
+        "import sys, time; from pathlib import Path; from volee_desktop.daemon.lock import PidLock;"
+        "PidLock(Path(sys.argv[1])).acquire(); print('locked', flush=True); time.sleep(60)"
+    )
+    starting = subprocess.Popen(
+        [sys.executable, "-c", code, str(folders.daemon_lock)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert starting.stdout is not None
+        assert starting.stdout.readline() == "locked\n"
+        outcome: list[int] = []
+        stopper = threading.Thread(
+            target=lambda: outcome.append(commands.cmd_daemon_stop(argparse.Namespace(json=False)))
+        )
+        stopper.start()
+        starting.wait(10)  # reaps it here (it is this process's child), so the stop sees it go
+        stopper.join(10)
+        assert outcome == [0]
+        assert "stopped" in capsys.readouterr().out
+    finally:
+        starting.kill()
+        starting.wait()
+        if starting.stdout is not None:
+            starting.stdout.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -204,8 +205,19 @@ def cmd_daemon_stop(args: argparse.Namespace) -> int:
             pid = client.call("daemon.status")["pid"]
             client.call("daemon.stop")
     except DaemonUnavailable:
-        print("volee daemon: not running")
-        return 0
+        from ..daemon.lock import holder, is_held
+
+        starting = holder(folders.daemon_lock) if is_held(folders.daemon_lock) else None
+        if starting is None:
+            print("volee daemon: not running")
+            return 0
+        # It holds the lock but does not serve yet (starting): it would come up after this
+        # "stop". Ending it mid-start is safe: the log is durable and hosts live on.
+        pid = starting
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
     deadline = time.monotonic() + STOP_TIMEOUT
     while True:
         try:
