@@ -21,6 +21,7 @@ from volee_desktop.ipc.aclient import AsyncClient
 from volee_desktop.ipc.protocol import ErrorCode, IpcError, ServerStartError
 from volee_desktop.ipc.server import Connection, Reply
 from volee_desktop.paths import dirs
+from volee_desktop.store.codec import decode_registry
 from volee_desktop.store.errors import StoreError
 
 from .helpers import registered
@@ -259,3 +260,24 @@ async def test_a_payload_spooled_while_the_daemon_runs_is_ingested_without_a_res
         assert list(d.dirs.spool.glob("*.json")) == []
     finally:
         await d.close()
+
+
+async def test_a_snapshot_of_four_byte_characters_still_fits_the_push_limit(
+    daemon: Daemon,
+) -> None:
+    a = registered("a")
+    await daemon.service.commit([a])
+    wide = "\U0001f600" * 600_000  # 4 bytes each in UTF-8: a part of 256 Ki exceeds 1 MiB
+    await daemon.service.commit([ev.ActivityRecorded(at=2, agent=a.agent, activity=wide)])
+    client = await AsyncClient.connect(daemon.dirs.socket)
+    try:
+        parts: list[str] = []
+        client.on_push("snapshot", lambda p: parts.append(p["data"]))
+        result = await client.call("subscribe", {"since": None, "interactive": False})
+        deadline = asyncio.get_running_loop().time() + 5
+        while len(parts) < result["snapshot_parts"]:
+            assert asyncio.get_running_loop().time() < deadline, "the snapshot did not arrive"
+            await asyncio.sleep(0.02)
+        assert decode_registry("".join(parts).encode()).agents[a.agent].activity == wide
+    finally:
+        await client.close()

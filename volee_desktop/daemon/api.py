@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 
 Method = Callable[[Connection, dict[str, Any]], Awaitable[Any]]
 MAX_QUEUED_PUSHES = 50_000
-SNAPSHOT_PART = 256 * 1024
+# In characters: one may take 4 bytes in UTF-8 (or 2 escaped), so a part stays under 1 MiB.
+SNAPSHOT_PART = 192 * 1024
 # A timeline reply must fit in one message (with room for the envelope).
 TIMELINE_BUDGET = MAX_MESSAGE - 64 * 1024
 
