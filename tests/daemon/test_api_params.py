@@ -281,3 +281,25 @@ async def test_a_snapshot_of_four_byte_characters_still_fits_the_push_limit(
         assert decode_registry("".join(parts).encode()).agents[a.agent].activity == wide
     finally:
         await client.close()
+
+
+@pytest.mark.parametrize(
+    ("params", "word"),
+    [
+        ({"harness": "generic", "argv": "sleep 5"}, "argv"),
+        ({"harness": "generic", "argv": ["sleep", 5]}, "argv"),
+        ({"prompt": "x", "env": {"A": 1}}, "env"),
+        ({"prompt": "x", "name": 3}, "name"),
+        ({"prompt": "x", "worktree": "yes"}, "worktree"),
+    ],
+)
+def test_spawn_params_of_the_wrong_type_are_a_bad_request(
+    params: dict[str, object], word: str
+) -> None:
+    from volee_desktop.daemon.agents import check_spawn_params
+    from volee_desktop.ipc.protocol import ErrorCode, IpcError
+
+    with pytest.raises(IpcError) as info:
+        check_spawn_params(params)
+    assert info.value.code == ErrorCode.BAD_REQUEST
+    assert word in str(info.value)

@@ -87,6 +87,7 @@ class AgentsRunner(AgentHosts):
         return resolve_agent(self.service.current(), ref)
 
     async def api_spawn(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        check_spawn_params(params)
         harness_name = params.get("harness") or "claude"
         try:
             harness = Harness(harness_name)
@@ -409,6 +410,32 @@ class AgentsRunner(AgentHosts):
             "agent": agent.id,
             "name": agent.name,
         }
+
+
+_SPAWN_STRINGS = (
+    "harness", "prompt", "name", "cwd", "role", "mission", "parent", "model", "permission_mode",
+)  # fmt: skip
+
+
+def check_spawn_params(params: dict[str, Any]) -> None:
+    """Refuse spawn parameters of the wrong type with a bad_request that names them."""
+    for key in _SPAWN_STRINGS:
+        value = params.get(key)
+        if value is not None and not isinstance(value, str):
+            raise IpcError(ErrorCode.BAD_REQUEST, f"parameter {key!r} must be a string")
+    argv = params.get("argv")
+    if argv is not None and (
+        not isinstance(argv, list) or not all(isinstance(a, str) for a in argv)
+    ):
+        raise IpcError(ErrorCode.BAD_REQUEST, "parameter 'argv' must be a list of strings")
+    env = params.get("env")
+    if env is not None and (
+        not isinstance(env, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+    ):
+        raise IpcError(ErrorCode.BAD_REQUEST, "parameter 'env' must map strings to strings")
+    if params.get("worktree") not in (None, True, False):
+        raise IpcError(ErrorCode.BAD_REQUEST, "parameter 'worktree' must be true or false")
 
 
 def unique_name(base: str, agents: Any) -> str:
