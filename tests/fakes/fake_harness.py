@@ -26,8 +26,10 @@ event's fields, like Claude Code 2.x.  Behaviour by prompt:
 
 SIGTERM/SIGHUP: SessionEnd(reason other), then it dies of that signal.  SIGWINCH prints
 ``WINCH rows=R cols=C``.  The transcript is ``$FAKE_HARNESS_HOME/<session>.jsonl``
-(user/assistant lines); ``--resume`` of an unknown id prints "No conversation found" and
-exits 1, ``--session-id`` of a known one exits 1 ("already in use").
+(user/assistant lines), also appended, like Claude Code, to
+``$HOME/.claude/projects/<cwd with non-alphanumerics as '-'>/<session>.jsonl``;
+``--resume`` of an unknown id prints "No conversation found" and exits 1,
+``--session-id`` of a known one exits 1 ("already in use").
 """
 
 from __future__ import annotations
@@ -114,6 +116,15 @@ class Fake:
     def transcript(self) -> str:
         return os.path.join(self.home, f"{self.session_id}.jsonl")
 
+    @property
+    def claude_transcript(self) -> str:
+        """Claude Code's place: ``<config>/projects/<cwd, non-alphanumerics as '-'>/``."""
+        config = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(
+            os.path.expanduser("~"), ".claude"
+        )
+        folder = re.sub(r"[^a-zA-Z0-9]", "-", os.path.abspath(self.cwd))
+        return os.path.join(config, "projects", folder, f"{self.session_id}.jsonl")
+
     # -- hooks and transcript -------------------------------------------------
 
     def hook(self, event: str, **fields: object) -> None:
@@ -182,6 +193,10 @@ class Fake:
         }
         self.last_uuid = uuid
         with open(self.transcript, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
+        # Also where Claude Code keeps it, so volee's probe for a conversation sees it.
+        os.makedirs(os.path.dirname(self.claude_transcript), exist_ok=True)
+        with open(self.claude_transcript, "a", encoding="utf-8") as f:
             f.write(json.dumps(line) + "\n")
 
     # -- life ----------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from volee_desktop.harness.base import Answer, PayloadError
 from volee_desktop.harness.claude import (
     HOOK_EVENTS,
     ClaudeProfile,
+    has_conversation,
     hook_events,
     permission_answer,
 )
@@ -284,3 +286,26 @@ def test_only_a_permission_dialog_takes_keys() -> None:
     assert profile.answer(asking, "y") == Answer(b"1")
     assert profile.answer(agent(state=AgentState.DONE), "y") is None
     assert profile.answer(agent(state=AgentState.NEEDS_INPUT, detail="a question"), "y") is None
+
+
+SESSION_ID = "458c6f8c-9494-4e5b-9161-f890013732dc"
+
+
+def test_a_session_resumes_only_when_its_transcript_holds_a_conversation(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {"HOME": str(home)}
+    folder = home / ".claude" / "projects" / "-work-proj"
+    folder.mkdir(parents=True)
+    transcript = folder / f"{SESSION_ID}.jsonl"
+    settings = LaunchSettings(harness=Harness.CLAUDE, cwd="/work/proj", env=env)
+    profile = ClaudeProfile()
+    assert not profile.has_conversation(SESSION_ID, settings)  # killed before any write
+    # What 2.1.332 leaves when killed before its queue wrote the prompt.
+    meta = [{"type": "mode", "mode": "normal"}, {"type": "permission-mode"}]
+    transcript.write_text("".join(json.dumps(m) + "\n" for m in meta))
+    assert not profile.has_conversation(SESSION_ID, settings)
+    with transcript.open("a") as f:
+        f.write(json.dumps({"type": "user", "message": {"content": "HOLD"}}) + "\n")
+    assert profile.has_conversation(SESSION_ID, settings)
+    assert has_conversation(SESSION_ID, {"CLAUDE_CONFIG_DIR": str(home / ".claude")})
+    assert not has_conversation(SESSION_ID, {"HOME": str(tmp_path / "elsewhere")})

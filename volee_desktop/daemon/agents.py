@@ -16,9 +16,18 @@ from typing import Any
 
 from ..core import events as ev
 from ..core.ids import AGENT, MESSAGE, THREAD
-from ..core.model import HUMAN, Agent, Harness, LaunchSettings, MessageKind, Role, ThreadKind
+from ..core.model import (
+    HUMAN,
+    VOLEE,
+    Agent,
+    Harness,
+    LaunchSettings,
+    MessageKind,
+    Role,
+    ThreadKind,
+)
 from ..core.states import AgentState
-from ..harness.base import Answer
+from ..harness.base import Answer, ConversationProbe, Profile
 from ..harness.base import Error as HarnessError
 from ..hosts.errors import Error as HostsError
 from ..hosts.launcher import HostClient
@@ -40,6 +49,31 @@ from .views import agent_view, resolve_agent
 log = logging.getLogger(__name__)
 
 WORKTREES = ".claude/worktrees"
+#: volee's prompt for a new session replacing one that was killed before it saved anything:
+#: it claims no memory of the lost turn.
+FRESH_SESSION_NOTICE = (
+    "[volee] Your previous session ended before it saved anything; this is a new session "
+    "in the same folder. Check the state of the work before continuing."
+)
+
+
+def fresh_prompt(prompt: str | None) -> str:
+    """The first prompt of a new session replacing a lost one: volee's notice, then the
+    person's message if there is one (volee's own resume prompt would claim a memory)."""
+    if prompt is None or prompt.startswith("[volee]"):
+        return FRESH_SESSION_NOTICE
+    return f"{FRESH_SESSION_NOTICE}\n\n{prompt}"
+
+
+async def _can_continue(profile: Profile, session: str, settings: LaunchSettings) -> bool:
+    """Whether ``session`` left a conversation to resume; when it did not (its program was
+    killed before writing any), a new session is the only way to start it again."""
+    if not isinstance(profile, ConversationProbe):
+        return True
+    found = await asyncio.to_thread(profile.has_conversation, session, settings)
+    if not found:
+        log.info("session %s has no conversation to resume: starting a new one", session)
+    return found
 
 
 def slug(text: str, limit: int = 24) -> str:
@@ -260,8 +294,16 @@ class AgentsRunner(AgentHosts):
         if not Path(settings.cwd).is_dir():
             raise Refused(f"directory {settings.cwd} of agent {agent.name} no longer exists")
         ctx = self.context(agent.id, agent.harness)
-        if profile.can_resume and agent.session:
-            plan = profile.resume(agent.id, settings, agent.session, prompt, ctx)
+        session = agent.session
+        if profile.can_resume and session and not await _can_continue(profile, session, settings):
+            # Killed before it saved its conversation: `--resume` would end at once, so a
+            # new session starts, told plainly that it remembers nothing (volee's notice).
+            await self.post(agent, VOLEE, FRESH_SESSION_NOTICE, MessageKind.NOTICE)
+            agent = self.service.current().agents[agent.id]
+            prompt = fresh_prompt(prompt)
+            session = None
+        if profile.can_resume and session:
+            plan = profile.resume(agent.id, settings, session, prompt, ctx)
             kind = how or "resume"
         else:
             if prompt and profile.can_resume:
@@ -278,6 +320,16 @@ class AgentsRunner(AgentHosts):
             kind = how or "relaunch"
         return await self.start_host(agent, plan, how=kind, automatic=automatic, reason=reason)
 
+    async def can_continue(self, agent: Agent) -> bool:
+        """False only when ``agent``'s session left no conversation (resume starts anew)."""
+        profile = self.profile(agent.harness)
+        if not (profile.can_resume and agent.session):
+            return True
+        settings = agent.launch or LaunchSettings(
+            harness=agent.harness, cwd=agent.cwd, env=allowed_env(dict(os.environ))
+        )
+        return await _can_continue(profile, agent.session, settings)
+
     async def api_resume(self, _conn: Connection, params: dict[str, Any]) -> Any:
         agent = self._agent(params)
         if agent.state.live and agent.pid is not None:
@@ -293,7 +345,12 @@ class AgentsRunner(AgentHosts):
                 message_id = await self.post(agent, HUMAN, "(resumed by you)", MessageKind.NOTICE)
                 agent = self.service.current().agents[agent.id]
         prompt = text
-        if not text and agent.interrupted and agent.action == "resume":
+        if (
+            not text
+            and agent.interrupted
+            and agent.action == "resume"
+            and await self.can_continue(agent)
+        ):
             # Its turn was cut off: volee's own resume prompt, as a notice from volee.
             from ..core.recovery import resume_prompt
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ..core.events import Event
 from ..core.model import Agent, LaunchSettings
@@ -55,6 +55,15 @@ class Profile(Protocol):
         self, agent: Agent, hook: str, payload: dict[str, Any], at: float
     ) -> list[Event]:
         """The events a hook payload means for ``agent`` (pure; may be empty)."""
+        ...
+
+
+@runtime_checkable
+class ConversationProbe(Protocol):
+    """A profile that can tell whether a session left anything for its resume to continue."""
+
+    def has_conversation(self, session: str, settings: LaunchSettings) -> bool:
+        """False when resuming ``session`` would fail for want of a conversation (reads disk)."""
         ...
 
 

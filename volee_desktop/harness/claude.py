@@ -9,8 +9,12 @@ server.
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 import shlex
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ..core import events as ev
@@ -51,6 +55,48 @@ def hooks_settings(hook: tuple[str, ...]) -> dict[str, Any]:
 
 
 MCP_SERVER = "volee"
+#: Transcript line types that are the conversation (the rest is metadata: mode, title...).
+CONVERSATION_TYPES = frozenset({"user", "assistant"})
+
+
+def config_dir(env: Mapping[str, str]) -> Path:
+    """Claude Code's own folder for a program run with ``env`` (``~/.claude`` by default)."""
+    configured = env.get("CLAUDE_CONFIG_DIR")
+    if configured:
+        return Path(configured)
+    home = env.get("HOME") or os.environ.get("HOME")
+    return (Path(home) if home else Path.home()) / ".claude"
+
+
+def has_conversation(session: str, env: Mapping[str, str]) -> bool:
+    """Whether ``session`` left a conversation that ``claude --resume`` can continue.
+
+    Measured with 2.1.332: Claude Code writes its transcript
+    (``<config>/projects/<cwd>/<session>.jsonl``) through a queue, so a process killed
+    within ~150 ms of a prompt leaves at most metadata lines; ``--resume`` then prints
+    "No conversation found with session ID" and exits 1, and ``--session-id`` with that id
+    says it "is already in use".  Any doubt (unreadable folder, odd line) counts as a
+    conversation, so volee never drops one it could have resumed.
+    """
+    try:
+        transcripts = list((config_dir(env) / "projects").glob(f"*/{glob.escape(session)}.jsonl"))
+    except OSError:
+        return True
+    for path in transcripts:
+        try:
+            with path.open(encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    if not line.strip():
+                        continue
+                    try:
+                        entry = json.loads(line)
+                    except ValueError:
+                        return True  # a line being written, or a format volee does not know
+                    if not isinstance(entry, dict) or entry.get("type") in CONVERSATION_TYPES:
+                        return True
+        except OSError:
+            return True
+    return False
 
 
 def mcp_config(volee: tuple[str, ...], agent_id: str) -> dict[str, Any]:
@@ -115,6 +161,10 @@ class ClaudeProfile:
         if prompt:
             argv.append(prompt)
         return LaunchPlan(tuple(argv), dict(settings.env), files, session)
+
+    def has_conversation(self, session: str, settings: LaunchSettings) -> bool:
+        """Whether ``session`` can be resumed (reads Claude Code's transcripts folder)."""
+        return has_conversation(session, settings.env)
 
     def hook_events(
         self, agent: Agent, hook: str, payload: dict[str, Any], at: float
