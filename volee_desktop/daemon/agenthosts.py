@@ -47,6 +47,9 @@ ENV_ALLOW = re.compile(
 )
 HOOKSHIM = Path(__file__).resolve().parents[1] / "cli" / "hookshim.py"
 
+GONE_CHECKS = 40
+GONE_CHECK_PAUSE = 0.05  # seconds: 2 s in all before a live host is watched again
+
 ExitHandler = Callable[[Agent, HostRecord], Awaitable[None]]
 
 
@@ -258,14 +261,23 @@ class AgentHosts:
         await self._host_gone(agent_id)
 
     async def _host_gone(self, agent_id: str) -> None:
-        record = await asyncio.to_thread(_read_quietly, self.record_of(agent_id))
-        agent = self.service.current().agents.get(agent_id)
-        if agent is None or record is None:
-            return
-        if record.exit is not None:
-            await self.on_exit(agent, record)
-        elif not host_alive(record):
-            await self.on_vanished(agent, record)
+        # The watch connection closes while a killed host is still exiting: give the kernel a
+        # moment to finish it (or the host a moment to write the exit) before judging.
+        for _ in range(GONE_CHECKS):
+            record = await asyncio.to_thread(_read_quietly, self.record_of(agent_id))
+            agent = self.service.current().agents.get(agent_id)
+            if agent is None or record is None:
+                return
+            if record.exit is not None:
+                await self.on_exit(agent, record)
+                return
+            if not host_alive(record):
+                await self.on_vanished(agent, record)
+                return
+            await asyncio.sleep(GONE_CHECK_PAUSE)
+        # Still alive with no exit: the host closed this connection for another reason.
+        if record is not None:
+            self.watch(agent_id, record)
 
     async def _default_exit(self, agent: Agent, record: HostRecord) -> None:
         await self.service.commit(exit_events(agent, record, self.now()))
