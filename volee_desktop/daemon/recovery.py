@@ -349,6 +349,10 @@ class RecoveryRunner:
     ) -> None:
         """Resume ``agent`` with volee's own notice as its prompt (recorded, never the person's)."""
         message = None
+        if text is not None and not await self.agents.can_continue(agent):
+            # Nothing of the session was saved: `resume` starts anew with its own neutral
+            # notice; "your last turn was cut off" would be untrue there.
+            text = None
         if text is not None and agent.harness.can_resume:
             message = await self.agents.post(agent, VOLEE, text, MessageKind.NOTICE)
             agent = self._agent(agent.id) or agent
