@@ -7,17 +7,11 @@ session, so ``claude agents --json --all`` sees it. Every ``volee ls`` sends a
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import signal
-import struct
 import subprocess
 import sys
-import termios
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,6 +25,7 @@ from tests.fakes.harness_env import (
     claude_transcript,
     read_jsonl,
 )
+from tests.fakes.pty_program import PtyProgram
 
 pytestmark = [pytest.mark.e2e, pytest.mark.claude]
 
@@ -47,56 +42,6 @@ def wait_until(condition: Callable[[], T], timeout: float, what: str) -> T:
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.05)
-
-
-class PtyClaude:
-    """Claude Code on its own pseudo-terminal, its output drained by a thread."""
-
-    def __init__(self, argv: Sequence[str | Path], cwd: Path, env: dict[str, str]) -> None:
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        self.proc = subprocess.Popen(
-            [str(a) for a in argv],
-            cwd=cwd,
-            env=env,
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            start_new_session=True,
-        )
-        os.close(slave)
-        self._master = master
-        self._out = bytearray()
-        self._reader = threading.Thread(target=self._drain, daemon=True)
-        self._reader.start()
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                data = os.read(self._master, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            self._out.extend(data)
-
-    def screen(self) -> str:
-        return bytes(self._out).decode("utf-8", "replace")
-
-    def type(self, text: str) -> None:
-        os.write(self._master, text.encode())
-
-    def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait(timeout=10)
-
-    def close(self) -> None:
-        self.kill()
-        os.close(self._master)
-        self._reader.join(timeout=5)
 
 
 @pytest.fixture
@@ -154,12 +99,14 @@ def agent_of(env: dict[str, str], session: str) -> dict[str, Any] | None:
     return next((a for a in ls(env) if a["session_id"] == session), None)
 
 
-def start_claude(sandbox: Sandbox, env: dict[str, str], real_claude: Path) -> tuple[PtyClaude, str]:
+def start_claude(
+    sandbox: Sandbox, env: dict[str, str], real_claude: Path
+) -> tuple[PtyProgram, str]:
     """Claude Code in a PTY with logging hooks; returns it and its session id once started."""
     hooks_log = sandbox.root / f"hooks-{time.monotonic_ns()}.jsonl"
     settings = sandbox.root / f"settings-{time.monotonic_ns()}.json"
     settings.write_text(json.dumps(claude_hook_settings(hooks_log)), encoding="utf-8")
-    program = PtyClaude(
+    program = PtyProgram(
         [real_claude, "--settings", settings, "--permission-mode", "bypassPermissions"],
         sandbox.project,
         env,

@@ -6,14 +6,11 @@ volee's end-to-end tests build on, and pin down what each harness does (hook ord
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
-import struct
 import subprocess
 import sys
-import termios
 import threading
 import time
 import urllib.request
@@ -36,6 +33,7 @@ from tests.fakes.harness_env import (
     pi_env,
     read_jsonl,
 )
+from tests.fakes.pty_program import PtyProgram
 
 T = TypeVar("T")
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
@@ -88,55 +86,6 @@ def run_harness(
     finally:
         _kill_group(proc)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-
-
-class PtyProgram:
-    """A program on a pseudo-terminal; a thread drains its screen output so it never blocks."""
-
-    def __init__(self, argv: Sequence[str | Path], cwd: Path, env: dict[str, str]) -> None:
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        self.proc = subprocess.Popen(
-            [str(a) for a in argv],
-            cwd=cwd,
-            env=env,
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            start_new_session=True,
-        )
-        os.close(slave)
-        self._master = master
-        self._screen = bytearray()
-        self._lock = threading.Lock()
-        self._reader = threading.Thread(target=self._drain, daemon=True)
-        self._reader.start()
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                data = os.read(self._master, 65536)
-            except OSError:  # EIO once the program has exited and the slave side closed
-                return
-            if not data:
-                return
-            with self._lock:
-                self._screen.extend(data)
-
-    def screen(self) -> str:
-        """Everything the program wrote so far (escape sequences included), for failure output."""
-        with self._lock:
-            return self._screen.decode("utf-8", "replace")
-
-    def type(self, text: str) -> None:
-        """Send keystrokes (``\\r`` is Enter)."""
-        os.write(self._master, text.encode())
-
-    def close(self) -> None:
-        """Kill the program's process group if it still runs, and release the terminal."""
-        _kill_group(self.proc)
-        os.close(self._master)
-        self._reader.join(timeout=5)
 
 
 def hook_events(log: Path) -> list[str]:

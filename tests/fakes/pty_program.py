@@ -1,0 +1,74 @@
+"""A program on a pseudo-terminal of its own, as a person runs it in a terminal.
+
+A thread drains the program's output so it never blocks on a full terminal; tests type keys
+and read what it showed (escape sequences included) for their failure messages.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import struct
+import subprocess
+import termios
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+
+class PtyProgram:
+    """A program on a pseudo-terminal (40x120), in its own session and process group."""
+
+    def __init__(self, argv: Sequence[str | Path], cwd: Path, env: dict[str, str]) -> None:
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        self.proc = subprocess.Popen(
+            [str(a) for a in argv],
+            cwd=cwd,
+            env=env,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+        )
+        os.close(slave)
+        self._master = master
+        self._screen = bytearray()
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                data = os.read(self._master, 65536)
+            except OSError:  # EIO once the program has exited and the slave side closed
+                return
+            if not data:
+                return
+            with self._lock:
+                self._screen.extend(data)
+
+    def screen(self) -> str:
+        """Everything the program wrote so far (escape sequences included)."""
+        with self._lock:
+            return self._screen.decode("utf-8", "replace")
+
+    def type(self, text: str) -> None:
+        """Send keystrokes (``\\r`` is Enter)."""
+        os.write(self._master, text.encode())
+
+    def kill(self) -> None:
+        """SIGKILL the program's process group (as a crash would) and reap it."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait(timeout=10)
+
+    def close(self) -> None:
+        """Kill the program if it still runs, and release the terminal."""
+        self.kill()
+        os.close(self._master)
+        self._reader.join(timeout=5)
