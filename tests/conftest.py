@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,21 @@ def _isolated_volee_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield home
     end_hosts(home)
     shutil.rmtree(home, ignore_errors=True)
+
+
+FAKE_CLAUDE = Path(__file__).resolve().parent / "fakes" / "fake-claude"
+
+
+@pytest.fixture
+def fake_claude(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A short scratch folder, with the fake Claude Code as the claude agents are launched with
+    (its transcripts under ``<folder>/fh``)."""
+    path = Path(tempfile.mkdtemp(prefix="vf", dir="/tmp")).resolve()
+    monkeypatch.setenv("VOLEE_CLAUDE_BIN", str(FAKE_CLAUDE))
+    monkeypatch.setenv("FAKE_HARNESS_HOME", str(path / "fh"))
+    monkeypatch.setenv("FAKE_PYTHON", sys.executable)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

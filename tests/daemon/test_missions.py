@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
-import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -24,19 +21,13 @@ from volee_desktop.paths import dirs
 
 from .gitrepos import git, make_repo
 
-FAKE_CLAUDE = Path(__file__).resolve().parents[1] / "fakes" / "fake-claude"
 T = TypeVar("T")
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="vm", dir="/tmp")).resolve()
-    monkeypatch.setenv("VOLEE_CLAUDE_BIN", str(FAKE_CLAUDE))
-    monkeypatch.setenv("FAKE_HARNESS_HOME", str(path / "fh"))
-    monkeypatch.setenv("FAKE_PYTHON", sys.executable)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+def root(fake_claude: Path) -> Path:
+    return fake_claude
 
 
 @pytest.fixture

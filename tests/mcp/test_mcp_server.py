@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -17,7 +15,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.daemon.gitrepos import make_repo
-from tests.daemon.test_missions import FAKE_CLAUDE, call, until
+from tests.daemon.test_missions import call, until
 from volee_desktop.core.model import MissionStatus
 from volee_desktop.core.states import AgentState
 from volee_desktop.daemon.main import Daemon
@@ -27,13 +25,8 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="vp", dir="/tmp")).resolve()
-    monkeypatch.setenv("VOLEE_CLAUDE_BIN", str(FAKE_CLAUDE))
-    monkeypatch.setenv("FAKE_HARNESS_HOME", str(path / "fh"))
-    monkeypatch.setenv("FAKE_PYTHON", sys.executable)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+def root(fake_claude: Path) -> Path:
+    return fake_claude
 
 
 @pytest.fixture
