@@ -83,16 +83,6 @@ class Service:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def check(self, events: Sequence[Event]) -> str | None:
-        """Why the batch would be refused now (against the working registry), or None."""
-        work = (self._work or self.registry).fork()
-        for event in events:
-            problem = work.validate(event)
-            if problem:
-                return f"{event.TYPE}: {problem}"
-            work.apply(event)
-        return None
-
     async def commit(self, events: Sequence[Event], *, key: str | None = None) -> list[int]:
         """Make ``events`` durable and visible, all or nothing; raise Refused with the reason."""
         if not events:
