@@ -52,21 +52,24 @@ def volee_home() -> Path:
     return Path(os.environ["VOLEE_HOME"])
 
 
+_ITEM_HOMES = pytest.StashKey[set[str]]()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     # Remember the VOLEE_HOME the test really used (a conftest below may set its own).
-    home = os.environ.get("VOLEE_HOME")
+    homes = item.stash.setdefault(_ITEM_HOMES, set())
+    before = os.environ.get("VOLEE_HOME")
     yield
-    if home:
-        _HOMES_SEEN.add(home)
-    later = os.environ.get("VOLEE_HOME")
-    if later:
-        _HOMES_SEEN.add(later)
+    after = os.environ.get("VOLEE_HOME")
+    homes.update(h for h in (before, after) if h)
+    _HOMES_SEEN.update(homes)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
-    for home in list(_HOMES_SEEN):
+    # This test's homes only (the session's end sweeps every home seen, once).
+    for home in item.stash.get(_ITEM_HOMES, set()):
         end_hosts(Path(home))
 
 
