@@ -57,6 +57,14 @@ FRESH_SESSION_NOTICE = (
 )
 
 
+def launch_settings(agent: Agent) -> LaunchSettings:
+    """The settings to start ``agent`` with: those of its launch, or, for an agent volee only
+    watched, the daemon's environment (allow-listed), like one spawned from its shell."""
+    return agent.launch or LaunchSettings(
+        harness=agent.harness, cwd=agent.cwd, env=allowed_env(dict(os.environ))
+    )
+
+
 def fresh_prompt(prompt: str | None) -> str:
     """The first prompt of a new session replacing a lost one: volee's notice, then the
     person's message if there is one (volee's own resume prompt would claim a memory)."""
@@ -286,11 +294,7 @@ class AgentsRunner(AgentHosts):
         if agent.held_for_good:
             raise Refused(f"agent {agent.name} belongs to a mission that is over; it stays stopped")
         profile = self.profile(agent.harness)
-        # An agent volee only watched has no launch settings: it runs with the daemon's
-        # environment (allow-listed), like one spawned from this daemon's shell.
-        settings = agent.launch or LaunchSettings(
-            harness=agent.harness, cwd=agent.cwd, env=allowed_env(dict(os.environ))
-        )
+        settings = launch_settings(agent)
         if not Path(settings.cwd).is_dir():
             raise Refused(f"directory {settings.cwd} of agent {agent.name} no longer exists")
         ctx = self.context(agent.id, agent.harness)
@@ -325,10 +329,7 @@ class AgentsRunner(AgentHosts):
         profile = self.profile(agent.harness)
         if not (profile.can_resume and agent.session):
             return True
-        settings = agent.launch or LaunchSettings(
-            harness=agent.harness, cwd=agent.cwd, env=allowed_env(dict(os.environ))
-        )
-        return await _can_continue(profile, agent.session, settings)
+        return await _can_continue(profile, agent.session, launch_settings(agent))
 
     async def api_resume(self, _conn: Connection, params: dict[str, Any]) -> Any:
         agent = self._agent(params)

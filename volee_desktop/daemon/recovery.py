@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core import events as ev
 from ..core import recovery as rules
-from ..core.model import VOLEE, Agent, LaunchSettings, MessageKind, Mission
+from ..core.model import VOLEE, Agent, MessageKind, Mission
 from ..core.states import AgentState
 from ..harness.base import Error as HarnessError
 from ..hosts import recordio
 from ..hosts.errors import Error as HostsError
 from ..hosts.records import HostRecord, host_alive
+from .agents import launch_settings
 from .errors import Refused
 
 if TYPE_CHECKING:
@@ -367,7 +368,7 @@ class RecoveryRunner:
     async def relaunch(self, agent: Agent, *, reason: str, how: str) -> None:
         """Launch again with the original task, in a new session (the first was never written)."""
         profile = self.agents.profile(agent.harness)
-        settings = agent.launch or LaunchSettings(harness=agent.harness, cwd=agent.cwd)
+        settings = launch_settings(agent)
         if not Path(settings.cwd).is_dir():
             raise Refused(f"directory {settings.cwd} of agent {agent.name} no longer exists")
         plan = profile.launch(agent.id, settings, self.agents.context(agent.id, agent.harness))
