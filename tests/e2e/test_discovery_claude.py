@@ -125,6 +125,27 @@ def start_claude(
     return program, started[0]["session_id"]
 
 
+def submit(program: PtyProgram, model: FakeAnthropic, prompt: str) -> None:
+    """Type ``prompt`` into Claude Code and press Enter until the model has been asked it.
+
+    Keys typed while Claude Code is still starting reach it in one chunk with the Enter, which it
+    may take as a paste (the Enter a newline in the box, nothing sent); an Enter on its own once
+    the text is in the box sends it, and an extra Enter on an empty box does nothing.
+    """
+    program.type(prompt)
+
+    def asked() -> bool:
+        program.type("\r")
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            if any(prompt in json.dumps(r.get("body")) for r in model.requests("/v1/messages")):
+                return True
+            time.sleep(0.05)
+        return False
+
+    wait_until(asked, 20, f"the model to be asked {prompt!r}")
+
+
 def test_a_claude_session_started_outside_volee_is_followed_until_it_exits(
     real_claude: Path,
     real_sandbox: Sandbox,
@@ -147,10 +168,7 @@ def test_a_claude_session_started_outside_volee_is_followed_until_it_exits(
             True,
         )
 
-        program.type("HOLD\r")
-        real_fake_anthropic.wait_for(
-            lambda reqs: any("HOLD" in json.dumps(r.get("body")) for r in reqs), 15
-        )
+        submit(program, real_fake_anthropic, "HOLD")
         wait_until(lambda: (agent_of(env, session) or {}).get("state") == "working", 15, "busy")
         real_fake_anthropic.release()
         wait_until(lambda: (agent_of(env, session) or {}).get("state") == "idle", 15, "idle")
@@ -179,9 +197,12 @@ def test_a_claude_session_killed_mid_turn_shows_as_interrupted_with_a_resume_act
     env = daemon_env
     program, session = start_claude(real_sandbox, env, real_claude)
     try:
-        program.type("HOLD\r")
+        submit(program, real_fake_anthropic, "HOLD")
         wait_until(lambda: (agent_of(env, session) or {}).get("state") == "working", 15, "busy")
         program.kill()
+    except BaseException:
+        print(program.screen()[-2000:])
+        raise
     finally:
         program.close()
         real_fake_anthropic.release()
@@ -228,7 +249,7 @@ def test_volee_resume_continues_an_interrupted_outside_session_in_a_host(
     env = daemon_env
     program, session = start_claude(real_sandbox, env, real_claude)
     try:
-        program.type("HOLD\r")
+        submit(program, real_fake_anthropic, "HOLD")
         wait_until(lambda: (agent_of(env, session) or {}).get("state") == "working", 15, "busy")
         if prompt_written:
             wait_until(lambda: prompt_on_disk(real_sandbox, session), 10, "the prompt on disk")
