@@ -26,6 +26,9 @@ def _isolated_volee_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("VOLEE_HOME", str(home))
     for name in _LEAKY:
         monkeypatch.delenv(name, raising=False)
+    # Claude Code's folder (transcripts, sessions) for the harnesses a test starts without a
+    # sandbox of its own: never the machine's ~/.claude. Sandboxed real harnesses drop it.
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "claude"))
     yield home
     end_hosts(home)
     shutil.rmtree(home, ignore_errors=True)

@@ -59,6 +59,8 @@ def real_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
     root = Path(tempfile.mkdtemp(prefix="v", dir="/tmp")).resolve()
     sandbox = Sandbox.create(root)
     monkeypatch.setenv("VOLEE_HOME", str(root / "volee"))
+    # The real harnesses keep their folders in the sandbox's HOME, seeded there.
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     yield sandbox
     shutil.rmtree(root, ignore_errors=True)
 

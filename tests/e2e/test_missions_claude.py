@@ -40,6 +40,7 @@ def wait_until(what: str, check: Callable[[], T], timeout: float) -> T:
 def rig(real_claude: Path) -> Iterator[Rig]:
     r = Rig()
     r.env["VOLEE_CLAUDE_BIN"] = str(real_claude)
+    r.env.pop("CLAUDE_CONFIG_DIR", None)  # the real one keeps its folder in the seeded HOME
     yield r
     r.close()
 

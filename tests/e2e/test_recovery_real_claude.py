@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.claude, pytest.mark.timeout(90)]
 def rig(real_claude: Path) -> Iterator[Rig]:
     r = Rig()
     r.env["VOLEE_CLAUDE_BIN"] = str(real_claude)
+    r.env.pop("CLAUDE_CONFIG_DIR", None)  # the real one keeps its folder in the seeded HOME
     yield r
     r.close()
 
