@@ -74,6 +74,8 @@ def daemon_env(
             daemon.kill()
             daemon.wait()
         log.close()
+        # Shown by pytest only when the test failed.
+        print((real_sandbox.root / "daemon.log").read_text(errors="replace")[-6000:])
 
 
 def volee(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -275,6 +277,10 @@ def test_volee_resume_continues_an_interrupted_outside_session_in_a_host(
             30,
             "the resumed turn to end or the session to fail",
         )
+    except BaseException:
+        print(json.dumps(ls(env), indent=1))
+        print(volee(env, "timeline", agent["id"], check=False).stdout)
+        raise
     finally:
         volee(env, "stop", agent["id"], check=False)
 
