@@ -8,16 +8,74 @@ argparse, no asyncio, no platformdirs when VOLEE_HOME is set) and never fails
 the harness: whatever happens it exits 0, and a payload it cannot hand over is
 written to ``<state>/spool/`` (write, fsync, rename) for the daemon to ingest
 when it starts.
+
+It writes and reads its one JSON line with the C halves of ``json`` and ``socket``
+(``_json``, ``_socket``): the Python modules pull in ``re`` and ``enum``, which cost two thirds
+of the shim's CPU time (``bench/hook.py``).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
+from _json import encode_basestring_ascii as _quote
+from _json import make_scanner
+
+# Not `typing.TYPE_CHECKING`: importing typing alone costs more than the rest of the shim.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 TIMEOUT = 5.0
+
+
+class _Parsing:
+    """What ``_json.make_scanner`` reads from a decoder: plain JSON, like ``json.loads``."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {
+        "-Infinity": -float("inf"),
+        "Infinity": float("inf"),
+        "NaN": float("nan"),
+    }.__getitem__
+    memo: dict[str, str] = {}
+
+
+def _dumps(params: dict[str, Any]) -> str:
+    """``json.dumps`` for the flat dicts the shim sends: str, None, float and int values."""
+    parts = []
+    for key, value in params.items():
+        if value is None:
+            text = "null"
+        elif isinstance(value, str):
+            text = _quote(value)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            text = repr(value)
+        elif isinstance(value, dict):
+            text = _dumps(value)
+        else:
+            raise TypeError(f"cannot send {type(value).__name__} in a hook request")
+        parts.append(f"{_quote(key)}: {text}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` of one complete JSON value (``ValueError`` when it is not one)."""
+    scan: Callable[[str, int], tuple[Any, int]] = make_scanner(_Parsing())  # type: ignore[arg-type]
+    start = len(text) - len(text.lstrip(" \t\n\r"))
+    try:
+        value, end = scan(text, start)
+    except StopIteration as exc:
+        raise ValueError(f"not JSON at {exc.value}") from None
+    if text[end:].strip(" \t\n\r"):
+        raise ValueError(f"extra data after JSON at {end}")
+    return value
 
 
 def _spool(state_spool: str, params: dict[str, object]) -> None:
@@ -26,7 +84,7 @@ def _spool(state_spool: str, params: dict[str, object]) -> None:
     tmp = os.path.join(state_spool, f".{name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, json.dumps(params).encode())
+        os.write(fd, _dumps(params).encode())
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -79,10 +137,11 @@ def main(argv: list[str]) -> int:
 
 
 def _send(path: str, params: dict[str, object]) -> None:
-    import socket
+    import _socket
 
-    line = json.dumps({"v": 1, "id": 1, "method": "hook", "params": params}).encode() + b"\n"
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    request = {"v": 1, "id": 1, "method": "hook", "params": params}
+    line = _dumps(request).encode() + b"\n"
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(TIMEOUT)
         sock.connect(path)
@@ -95,7 +154,9 @@ def _send(path: str, params: dict[str, object]) -> None:
             buf += chunk
     finally:
         sock.close()
-    reply = json.loads(buf)
+    reply = _loads(buf.decode("utf-8"))
+    if not isinstance(reply, dict):
+        raise ConnectionError("the daemon's reply is not a JSON object")
     if "error" in reply:
         raise ConnectionError(reply["error"].get("message", "error"))
 
