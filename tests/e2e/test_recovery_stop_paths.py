@@ -8,7 +8,9 @@ interrupted twice within ten minutes failed rather than resumed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +18,7 @@ from tests.e2e.recovery_rig import Rig, wait_until
 from volee_desktop.core import events as ev
 from volee_desktop.core.ids import MISSION
 from volee_desktop.core.model import MissionKind, MissionStatus
+from volee_desktop.daemon.agents import FRESH_SESSION_NOTICE, TASK_AGAIN
 from volee_desktop.daemon.ids import fresh
 from volee_desktop.hosts.records import HostRecord, host_alive
 
@@ -116,3 +119,46 @@ def test_an_agent_interrupted_twice_within_ten_minutes_is_failed(rig: Rig) -> No
     failed = rig.wait_state("twice", "failed")
     assert failed["detail"] == "interrupted twice within 10 minutes; not resumed"
     assert len(automatic_starts(rig, "twice")) == 1
+
+
+def user_prompts(rig: Rig, session: str) -> list[str]:
+    """What the fake claude was asked in ``session`` (its own transcript)."""
+    path = rig.root / "fh" / f"{session}.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [str(e["message"]["content"]) for e in lines if e["type"] == "user"]
+
+
+def test_a_task_killed_before_anything_was_saved_is_given_again_only_if_no_tool_ran(
+    rig: Rig,
+) -> None:
+    """recovery.md row 9: a session never written runs its first task again. Claude Code
+    writes its conversation through a queue, so killed right after its first prompt it saved
+    nothing: the new session gets the task again, unless a tool of the agent had started."""
+    rig.spawn("UNSAVED: write the report", name="fresh")
+    rig.spawn("RUN: echo ran >> ran.txt", name="tooled")
+    first = rig.wait_state("fresh", "working")
+    tooled = rig.wait_state("tooled", "done")
+    rig.volee("send", "tooled", "UNSAVED: and then more")
+    rig.wait_state("tooled", "working")
+    # The tooled agent's conversation cannot be found either (say its folder moved).
+    config = Path(rig.env["CLAUDE_CONFIG_DIR"]) / "projects"
+    for path in config.glob(f"*/{tooled['session_id']}.jsonl"):
+        path.unlink()
+    assert not list(config.glob(f"*/{first['session_id']}.jsonl"))  # nothing saved
+
+    rig.crash_machine(reboot=True)
+    fresh = rig.wait_state("fresh", "done", timeout=20)
+    again = rig.wait_state("tooled", "done", timeout=20)
+
+    assert fresh["session_id"] != first["session_id"]  # a new session: nothing to resume
+    (prompt,) = user_prompts(rig, fresh["session_id"])
+    assert prompt.startswith(FRESH_SESSION_NOTICE)
+    assert prompt.endswith(f"{TASK_AGAIN}\n\nUNSAVED: write the report")
+    # Recorded as volee's notice (never the person's message), the task quoted in it.
+    notices = [i for i in rig.timeline("fresh") if "notice from volee" in i["text"]]
+    (notice,) = notices
+    assert notice["body"] == prompt
+
+    assert again["session_id"] != tooled["session_id"]
+    assert user_prompts(rig, again["session_id"]) == [FRESH_SESSION_NOTICE]
+    assert (rig.project / "ran.txt").read_text() == "ran\n"  # its command never ran twice

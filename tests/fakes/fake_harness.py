@@ -21,6 +21,8 @@ event's fields, like Claude Code 2.x.  Behaviour by prompt:
 - ``SLEEP: n``   works n seconds, then Stop
 - ``SIZE``       prints ``SIZE rows=R cols=C``
 - ``CRASH``      exits with code 3 (no SessionEnd);  ``KILLME`` SIGKILLs itself
+- ``UNSAVED…``   UserPromptSubmit, then waits for ever having saved nothing: Claude Code
+                 killed before its queue wrote the prompt leaves no conversation to resume
 - ``/exit``      SessionEnd(reason prompt_input_exit), exit 0
 - other text     replies ``ok: <text>`` -> Stop
 
@@ -337,6 +339,10 @@ class Fake:
             os.kill(os.getpid(), signal.SIGKILL)
         self.prompt_id = _new_id()
         self.hook("UserPromptSubmit", prompt=text)
+        if stripped.startswith("UNSAVED"):
+            _out("thinking…\n")
+            while True:
+                time.sleep(3600)
         self.log("user", text)
         if stripped == "SIZE":
             reply = "SIZE {} {}".format(*self._size())

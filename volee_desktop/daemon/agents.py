@@ -65,12 +65,38 @@ def launch_settings(agent: Agent) -> LaunchSettings:
     )
 
 
-def fresh_prompt(prompt: str | None) -> str:
-    """The first prompt of a new session replacing a lost one: volee's notice, then the
-    person's message if there is one (volee's own resume prompt would claim a memory)."""
-    if prompt is None or prompt.startswith("[volee]"):
+#: Added when the lost session's task never got anywhere (see :func:`lost_task`).
+TASK_AGAIN = "None of your tools had started, so here is the task you were started with, again:"
+
+
+def lost_task(agent: Agent, settings: LaunchSettings) -> str | None:
+    """The task volee launched ``agent`` with, when none of it can have run: its session saved
+    nothing and no tool of the agent ever started (volee hears each one before it runs).
+
+    recovery.md, row 9: a session its harness never wrote runs its first task again. Claude
+    Code writes its conversation through a queue, so a session killed just after its first
+    prompt is such a session even though it reported itself.
+    """
+    if not agent.launched_by_volee or agent.activity_at is not None:
+        return None
+    return settings.prompt or None
+
+
+def fresh_notice(task: str | None) -> str:
+    """volee's notice opening a new session that replaces a lost one (recorded as volee's)."""
+    if not task:
         return FRESH_SESSION_NOTICE
-    return f"{FRESH_SESSION_NOTICE}\n\n{prompt}"
+    return f"{FRESH_SESSION_NOTICE} {TASK_AGAIN}\n\n{task}"
+
+
+def fresh_prompt(prompt: str | None, task: str | None = None) -> str:
+    """The first prompt of a new session replacing a lost one: volee's notice (with the task
+    that never got anywhere, if any), then the person's message if there is one (volee's own
+    resume prompt would claim a memory)."""
+    notice = fresh_notice(task)
+    if prompt is None or prompt.startswith("[volee]"):
+        return notice
+    return f"{notice}\n\n{prompt}"
 
 
 async def _can_continue(profile: Profile, session: str, settings: LaunchSettings) -> bool:
@@ -301,10 +327,12 @@ class AgentsRunner(AgentHosts):
         session = agent.session
         if profile.can_resume and session and not await _can_continue(profile, session, settings):
             # Killed before it saved its conversation: `--resume` would end at once, so a
-            # new session starts, told plainly that it remembers nothing (volee's notice).
-            await self.post(agent, VOLEE, FRESH_SESSION_NOTICE, MessageKind.NOTICE)
+            # new session starts, told plainly that it remembers nothing (volee's notice),
+            # and given its task again if none of it can have run.
+            task = lost_task(agent, settings)
+            await self.post(agent, VOLEE, fresh_notice(task), MessageKind.NOTICE)
             agent = self.service.current().agents[agent.id]
-            prompt = fresh_prompt(prompt)
+            prompt = fresh_prompt(prompt, task)
             session = None
         if profile.can_resume and session:
             plan = profile.resume(agent.id, settings, session, prompt, ctx)
