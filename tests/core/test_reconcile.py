@@ -215,6 +215,16 @@ def test_a_listing_older_than_the_last_state_change_does_not_touch_the_state() -
     assert events == []
 
 
+def test_the_state_of_an_agent_in_a_volee_host_is_left_to_its_hooks() -> None:
+    # Seen with Claude Code 2.1.332: after the first turn of a new session it names the
+    # session in the background and lists itself busy for a moment, after Stop said done.
+    done = given(*host_agent(), state(A1, AgentState.DONE, at=NOW - 5))
+    working = given(*host_agent(), state(A1, AgentState.WORKING, at=NOW - 5))
+
+    assert reconcile(done, listing(entry(status="busy")), None, {25069}, NOW) == []
+    assert reconcile(working, listing(entry(status="idle")), None, {25069}, NOW) == []
+
+
 def test_a_volee_agent_resumed_in_a_terminal_is_placed_there() -> None:
     registry = given(
         *host_agent(),

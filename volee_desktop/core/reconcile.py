@@ -426,6 +426,11 @@ def _state_events(
 ) -> list[ev.Event]:
     if agent.state_since > listing.taken_at:
         return []  # something newer (a hook) spoke after this listing began
+    if agent.location is Location.HOST and (agent.live or agent.pid == session.pid):
+        # Its program runs in a volee host with volee's hooks: they say every change, and
+        # more finely. The listing's status lags them and counts Claude Code's own work
+        # after a turn (a new session's title) as busy, which would turn done into working.
+        return []
     if session.finished:
         if not agent.live:
             return []
