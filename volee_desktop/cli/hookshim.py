@@ -44,7 +44,6 @@ class _Parsing:
         "Infinity": float("inf"),
         "NaN": float("nan"),
     }.__getitem__
-    memo: dict[str, str] = {}
 
 
 def _dumps(params: dict[str, Any]) -> str:
