@@ -86,3 +86,19 @@ def test_a_binary_that_fails_version_is_unknown_not_refused(tmp_path: Path) -> N
 
     assert found.version is None
     assert "unknown option" in found.text
+
+
+def test_an_unknown_version_is_said_once_per_binary_not_at_every_launch(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    binary = _script(tmp_path / "claude", "echo 'error: unknown option' >&2; exit 2")
+    prober = Prober()
+
+    with caplog.at_level("WARNING", logger="volee_desktop.harness.versions"):
+        for _ in range(3):
+            prober.require("claude", str(binary), "2.1.0", {})
+
+    said = [r.getMessage() for r in caplog.records if "could not tell" in r.getMessage()]
+    assert len(said) == 1
+    assert str(binary) in said[0]
+    assert "trying it anyway" in said[0]

@@ -62,13 +62,7 @@ def check(harness: str, found: Found, minimum: str) -> None:
     if least is None:
         raise ValueError(f"bad minimum version {minimum!r}")
     if found.version is None:
-        log.warning(
-            "could not tell the version of %s (%s answered %r); trying it anyway",
-            harness,
-            found.path,
-            found.text[:80],
-        )
-        return
+        return  # unknown: tried anyway (Prober.require says so once)
     if found.version < least:
         raise TooOld(
             f"{harness} at {found.path} is version {show(found.version)}; volee needs "
@@ -97,6 +91,7 @@ class Prober:
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, int, int], Found] = {}
+        self._warned: set[Found] = set()
 
     def probe(self, path: str, env: Mapping[str, str]) -> Found:
         """The version ``path --version`` reports (None when it prints none or fails)."""
@@ -135,4 +130,12 @@ class Prober:
         found = self.probe(path, env) if minimum else Found(path, None, "")
         if minimum:
             check(harness, found, minimum)
+            if found.version is None and found not in self._warned:
+                self._warned.add(found)  # once per binary file, not at every launch
+                log.warning(
+                    "could not tell the version of %s (%s answered %r); trying it anyway",
+                    harness,
+                    found.path,
+                    found.text[:80],
+                )
         return found
