@@ -14,12 +14,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
+from tests.polling import wait_until
 
 from volee_desktop.core.events import Event
 from volee_desktop.daemon.lock import holder, is_held
@@ -28,19 +27,6 @@ from volee_desktop.store.log import EventLog
 from volee_desktop.store.records import Record
 
 FAKE_CLAUDE = Path(__file__).resolve().parents[1] / "fakes" / "fake-claude"
-T = TypeVar("T")
-
-
-def wait_until(what: str, cond: Callable[[], T], timeout: float = 15.0) -> T:
-    """Poll ``cond`` until it gives something truthy; fail the test after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 class Rig:
@@ -101,9 +87,7 @@ class Rig:
 
     def wait_state(self, name: str, *states: str, timeout: float = 15.0) -> dict[str, Any]:
         return wait_until(
-            f"{name} in {states}",
-            lambda: (a := self.agent(name))["state"] in states and a,
-            timeout,
+            lambda: (a := self.agent(name))["state"] in states and a, timeout, f"{name} in {states}"
         )
 
     def records(self) -> list[dict[str, Any]]:
@@ -124,7 +108,7 @@ class Rig:
             pid = holder(self.lock)
             if pid:
                 os.kill(pid, signal.SIGKILL)
-                wait_until("the daemon gone", lambda: not is_held(self.lock), 10)
+                wait_until(lambda: not is_held(self.lock), 10, "the daemon gone")
 
     def kill_hosts(self) -> None:
         """Hosts and programs down at once, as a machine stopping leaves them (no exit)."""

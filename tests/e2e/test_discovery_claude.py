@@ -11,9 +11,9 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -26,22 +26,9 @@ from tests.fakes.harness_env import (
     read_jsonl,
 )
 from tests.fakes.pty_program import PtyProgram
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.claude]
-
-T = TypeVar("T")
-
-
-def wait_until(condition: Callable[[], T], timeout: float, what: str) -> T:
-    """Poll ``condition`` until it returns something truthy; fail the test after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture

@@ -8,12 +8,12 @@ is a plain command that reports through IPC; the human answers with ``volee miss
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
+from tests.polling import wait_until
 
 from tests.e2e.recovery_rig import Rig
 from tests.fakes.fake_anthropic import FakeAnthropic
@@ -22,18 +22,6 @@ from volee_desktop.ipc.client import Client
 from volee_desktop.paths import dirs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.claude, pytest.mark.timeout(120)]
-T = TypeVar("T")
-
-
-def wait_until(what: str, check: Callable[[], T], timeout: float) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)
 
 
 @pytest.fixture
@@ -63,12 +51,12 @@ def test_a_real_claude_coordinator_posts_and_presents_its_report_through_mcp(
     view = show(rig, mission)
     coordinator = view["coordinator"]
     wait_until(
-        "the coordinator's message through MCP",
         lambda: any(
             m["sender"] == coordinator and m["body"] == "hello from the coordinator"
             for m in show(rig, mission)["messages"]
         ),
         60,
+        "the coordinator's message through MCP",
     )
 
     # A worker: a plain command that ends at once and reports through IPC.
@@ -81,16 +69,16 @@ def test_a_real_claude_coordinator_posts_and_presents_its_report_through_mcp(
         client.call(
             "messages.post", sender=worker, to=[coordinator], body="all fine", kind="report"
         )
-    wait_until("reporting", lambda: show(rig, mission)["status"] == "reporting", 30)
+    wait_until(lambda: show(rig, mission)["status"] == "reporting", 30, "reporting")
 
     present = json.dumps(
         {"body": "the survey is done", "options": ["ship", "redo"], "approving": "ship"}
     )
     rig.volee("send", coordinator, f"MCP: mcp__volee__present_report {present}")
     m = wait_until(
-        "awaiting-approval",
         lambda: (v := show(rig, mission))["status"] == "awaiting-approval" and v,
         60,
+        "awaiting-approval",
     )
     report = next(msg for msg in m["messages"] if msg["id"] == m["report"])
     assert report["sender"] == coordinator

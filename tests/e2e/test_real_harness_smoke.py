@@ -15,11 +15,12 @@ import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
+from tests.polling import wait_until
 
 from tests.fakes.fake_anthropic import FakeAnthropic, anthropic_reply
 from tests.fakes.fake_openai import FakeOpenAI, openai_reply
@@ -35,23 +36,10 @@ from tests.fakes.harness_env import (
 )
 from tests.fakes.pty_program import PtyProgram
 
-T = TypeVar("T")
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 
 
 # -- helpers ------------------------------------------------------------------------------
-
-
-def wait_until(condition: Callable[[], T], timeout: float, what: str) -> T:
-    """Poll ``condition`` until it returns something truthy; fail the test after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def _kill_group(proc: subprocess.Popen[Any]) -> None:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.polling import wait_until
 
-from tests.e2e.recovery_rig import Rig, wait_until
+from tests.e2e.recovery_rig import Rig
 from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.fakes.harness_env import claude_env
 
@@ -55,7 +56,7 @@ def test_real_claude_mid_turn_is_resumed_stopped_stays_done_waits_for_a_message(
     rig.spawn("HOLD first task of mid", name="mid")
     rig.spawn("task of stopped", name="stopped")
     rig.spawn("task of done", name="done")
-    wait_until("mid's turn held", lambda: conversation(server, "HOLD first task of mid"), 40)
+    wait_until(lambda: conversation(server, "HOLD first task of mid"), 40, "mid's turn held")
     rig.wait_state("mid", "working", timeout=20)
     rig.wait_state("stopped", "done", timeout=30)
     rig.wait_state("done", "done", timeout=30)
@@ -67,9 +68,9 @@ def test_real_claude_mid_turn_is_resumed_stopped_stays_done_waits_for_a_message(
     rig.volee("ls", "--no-refresh")  # the first use after the "reboot" starts the daemon
 
     resumed = wait_until(
-        "mid resumed with volee's prompt",
         lambda: conversation(server, "[volee] The machine restarted while you were working"),
         40,
+        "mid resumed with volee's prompt",
     )
     assert resumed.index("HOLD first task of mid") < resumed.index("[volee] The machine")
     mid = rig.agent("mid")
@@ -101,9 +102,9 @@ def test_real_claude_mid_turn_is_resumed_stopped_stays_done_waits_for_a_message(
     assert automatic_starts(rig, "done") == []
     rig.volee("send", "done", "a later message for done")
     later = wait_until(
-        "done resumed with the message",
         lambda: conversation(server, "a later message for done"),
         40,
+        "done resumed with the message",
     )
     assert later.index("task of done") < later.index("a later message for done")
     argv = rig.record(done["id"])["argv"]

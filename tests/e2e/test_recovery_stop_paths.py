@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.polling import wait_until
 
-from tests.e2e.recovery_rig import Rig, wait_until
+from tests.e2e.recovery_rig import Rig
 from volee_desktop.core import events as ev
 from volee_desktop.core.ids import MISSION
 from volee_desktop.core.model import MissionKind, MissionStatus
@@ -114,7 +115,7 @@ def test_an_agent_interrupted_twice_within_ten_minutes_is_failed(rig: Rig) -> No
     rig.spawn("SLEEP: 60", name="twice")
     rig.wait_state("twice", "working")
     rig.crash_machine(reboot=True)
-    wait_until("resumed", lambda: automatic_starts(rig, "twice"))
+    wait_until(lambda: automatic_starts(rig, "twice"), 15.0, "resumed")
     rig.crash_machine(reboot=True)
     failed = rig.wait_state("twice", "failed")
     assert failed["detail"] == "interrupted twice within 10 minutes; not resumed"

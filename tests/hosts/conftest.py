@@ -8,14 +8,14 @@ import shutil
 import signal
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.polling import wait_until
 from volee_desktop.hosts.launcher import HostClient, HostStream, launch_host
 from volee_desktop.hosts.records import HostRecord, host_alive, program_alive, read_record
 
@@ -31,18 +31,6 @@ HOOK_EVENTS = (
     "Stop",
     "SessionEnd",
 )
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
-    """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.01)
 
 
 @dataclass
@@ -131,7 +119,7 @@ class Rig:
                     return hook
             return None
 
-        found: dict[str, Any] = wait_for(find, timeout, f"hook {event} {fields}")
+        found: dict[str, Any] = wait_until(find, timeout, f"hook {event} {fields}")
         return found
 
     def wait_exit(self, agent: str = "ag_1", timeout: float = 10.0) -> HostRecord:
@@ -139,7 +127,7 @@ class Rig:
             record = read_record(self.record_path(agent))
             return record if record is not None and record.exit is not None else None
 
-        found: HostRecord = wait_for(ended, timeout, f"the exit of {agent} in its record")
+        found: HostRecord = wait_until(ended, timeout, f"the exit of {agent} in its record")
         return found
 
 

@@ -13,7 +13,8 @@ import time
 
 import psutil
 import pytest
-from conftest import Rig, wait_for
+from conftest import Rig
+from tests.polling import wait_until
 
 from volee_desktop.hosts.errors import HostError
 from volee_desktop.hosts.records import host_alive, program_alive, read_record
@@ -110,7 +111,7 @@ def test_death_by_sigkill_is_a_signal_never_success(rig: Rig) -> None:
 def test_host_exits_after_its_linger(rig: Rig) -> None:
     record = rig.launch_fake("/exit", linger=0.2)
     rig.wait_exit()
-    wait_for(lambda: not host_alive(record), 5, "the host to exit after its linger")
+    wait_until(lambda: not host_alive(record), 5, "the host to exit after its linger")
     assert not rig.socket_path("ag_1").exists()
 
 
@@ -217,7 +218,7 @@ def test_screen_is_recent_plain_text(rig: Rig) -> None:
     client = rig.client()
     rig.stream().read_until(PROMPT, 10)
     client.send_text("again")
-    wait_for(lambda: client.screen(50).endswith("ok: again\n❯"), 10, "the reply and a new prompt")
+    wait_until(lambda: client.screen(50).endswith("ok: again\n❯"), 10, "the reply and a new prompt")
 
     text = client.screen(3)
 
@@ -241,7 +242,7 @@ def test_stop_ends_the_program_and_records_it(rig: Rig) -> None:
     rig.wait_hook("SessionEnd", reason="other")
     on_disk = rig.wait_exit()
     assert on_disk.exit == status
-    wait_for(lambda: not host_alive(record), 5, "the host to exit")
+    wait_until(lambda: not host_alive(record), 5, "the host to exit")
 
 
 def test_stop_kills_a_program_that_ignores_sigterm(rig: Rig) -> None:
@@ -266,7 +267,7 @@ def test_host_sigterm_hangs_up_the_program_and_says_so(rig: Rig) -> None:
     assert on_disk.exit.host_signal == "SIGTERM"
     assert on_disk.exit.signal_name == "SIGHUP"
     rig.wait_hook("SessionEnd", reason="other")
-    wait_for(lambda: not host_alive(record), 5, "the host to exit")
+    wait_until(lambda: not host_alive(record), 5, "the host to exit")
 
 
 def test_attach_after_the_end_replays_and_reports_the_exit(rig: Rig) -> None:
@@ -275,7 +276,7 @@ def test_attach_after_the_end_replays_and_reports_the_exit(rig: Rig) -> None:
 
     stream = rig.stream()
     out = stream.read_until(b"crashing", 5)
-    wait_for(lambda: stream.read(0.05) or stream.exit, 5, "the exit event")
+    wait_until(lambda: stream.read(0.05) or stream.exit, 5, "the exit event")
 
     assert b"crashing" in out
     assert stream.exit is not None
