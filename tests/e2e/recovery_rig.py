@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.polling import wait_until
 
+from tests.polling import wait_until
 from volee_desktop.core.events import Event
 from volee_desktop.daemon.lock import holder, is_held
 from volee_desktop.store.codec import encode_event

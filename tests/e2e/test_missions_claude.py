@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.polling import wait_until
 
 from tests.e2e.recovery_rig import Rig
 from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.fakes.harness_env import claude_env
+from tests.polling import wait_until
 from volee_desktop.ipc.client import Client
 from volee_desktop.paths import dirs
 

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.polling import wait_until
 
 from tests.fakes.fake_anthropic import FakeAnthropic, anthropic_reply
 from tests.fakes.fake_openai import FakeOpenAI, openai_reply
@@ -35,6 +34,7 @@ from tests.fakes.harness_env import (
     read_jsonl,
 )
 from tests.fakes.pty_program import PtyProgram
+from tests.polling import wait_until
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.polling import wait_until
 
 from tests.e2e.recovery_rig import Rig
 from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.fakes.harness_env import claude_env
+from tests.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.claude, pytest.mark.timeout(90)]
 

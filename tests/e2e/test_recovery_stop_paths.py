@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.polling import wait_until
 
 from tests.e2e.recovery_rig import Rig
+from tests.polling import wait_until
 from volee_desktop.core import events as ev
 from volee_desktop.core.ids import MISSION
 from volee_desktop.core.model import MissionKind, MissionStatus

@@ -14,8 +14,8 @@ import time
 import psutil
 import pytest
 from conftest import Rig
-from tests.polling import wait_until
 
+from tests.polling import wait_until
 from volee_desktop.hosts.errors import HostError
 from volee_desktop.hosts.records import host_alive, program_alive, read_record
 
