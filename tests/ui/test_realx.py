@@ -119,8 +119,11 @@ def test_real_notifications_once_with_an_action_that_opens_the_agent_and_none_fo
         desktop.run("dunstctl", "action", "0")
         app.wait_line(rf"notification action Open on {fixer}")
         app.wait_line(rf"opened agent {fixer} in a terminal")
-        dt.poll("the terminal to start", record.exists)
-        assert f"attach {fixer}" in record.read_text()
+        # The shell creates the file before it writes the line: wait for the line itself.
+        dt.poll(
+            "the terminal to start",
+            lambda: record.exists() and f"attach {fixer}" in record.read_text(),
+        )
 
         # The person stops docs-writer; its program dies of the stop: no notification.
         w.link.push(ev.StopRequested(at=w.tick(), agent=writer))
