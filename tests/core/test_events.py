@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from volee_desktop.core import events as ev
-from volee_desktop.core import registry as reg
+from volee_desktop.core import fold, validation
 from volee_desktop.core.registry import Registry
 
 from .support import T0
@@ -34,8 +34,8 @@ def test_every_event_class_is_listed() -> None:
 
 
 def test_the_registry_validates_and_applies_every_event() -> None:
-    assert set(reg._VALIDATORS) == set(ev.EVENT_CLASSES)
-    assert set(reg._APPLIERS) == set(ev.EVENT_CLASSES)
+    assert set(validation.VALIDATORS) == set(ev.EVENT_CLASSES)
+    assert set(fold.APPLIERS) == set(ev.EVENT_CLASSES)
 
 
 def test_events_are_frozen() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from volee_desktop.core import events as ev
+from volee_desktop.core.fold import HELD_BY_MISSION, HELD_BY_STOP
 from volee_desktop.core.model import HUMAN, VOLEE, MissionStatus
-from volee_desktop.core.registry import HELD_BY_MISSION, HELD_BY_STOP
 
 from .support import (
     A1,

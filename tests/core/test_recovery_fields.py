@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from volee_desktop.core import events as ev
+from volee_desktop.core.fold import INTERRUPTION_MEMORY
 from volee_desktop.core.model import Location, PendingRestart
-from volee_desktop.core.registry import INTERRUPTION_MEMORY
 from volee_desktop.core.states import AgentState
 
 from .support import A1, T0, accepted, given, registered, state

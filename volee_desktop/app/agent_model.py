@@ -22,7 +22,8 @@ from PySide6.QtCore import (
 )
 
 from volee_desktop.core.model import Agent
-from volee_desktop.core.registry import Registry, urgency_key
+from volee_desktop.core.registry import Registry
+from volee_desktop.core.tables import urgency_key
 
 from .live import Change
 from .texts import STATE_LABEL, markers, search_text
