@@ -83,6 +83,7 @@ async def seed(root: Path, project: Path) -> list[str]:
                 program_pid=999_998,
                 program_create_time=at,
                 boot_time=booted,
+                boot_id="00000000-0000-4000-8000-000000000000",
                 started_at=at,
                 argv=(str(FAKE_CLAUDE),),
                 cwd=str(project),

@@ -127,7 +127,9 @@ class Rig:
                 data = json.loads(path.read_text())
                 if data.get("boot_time") is not None:
                     data["boot_time"] -= 3600.0
-                    path.write_text(json.dumps(data))
+                if data.get("boot_id") is not None:
+                    data["boot_id"] = "00000000-0000-4000-8000-000000000000"
+                path.write_text(json.dumps(data))
 
     def append(self, *events: Event) -> None:
         """Write events to the log while no daemon runs (as another writer would have)."""

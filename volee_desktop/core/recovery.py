@@ -68,6 +68,11 @@ def cause_of(record_boot: float | None, current_boot: float | None) -> str:
     return HOST_STOPPED
 
 
+def cause_of_boot(same_boot: bool | None) -> str:
+    """Why the host is gone, from whether its record is of this boot (None: nothing says)."""
+    return MACHINE_RESTARTED if same_boot is False else HOST_STOPPED
+
+
 def cause_words(cause: str) -> str:
     """The cause for people: "the machine restarted" / "volee's host was stopped"."""
     return "the machine restarted" if cause == MACHINE_RESTARTED else "volee's host was stopped"

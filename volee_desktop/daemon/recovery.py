@@ -26,9 +26,8 @@ from ..core import recovery as rules
 from ..core.model import VOLEE, Agent, MessageKind, Mission
 from ..core.states import AgentState
 from ..harness.base import Error as HarnessError
-from ..hosts import recordio
 from ..hosts.errors import Error as HostsError
-from ..hosts.records import HostRecord, host_alive
+from ..hosts.records import HostRecord, host_alive, same_boot
 from .agents import launch_settings
 from .errors import Refused
 
@@ -128,19 +127,6 @@ def policy_of(config: Any) -> rules.Policy:
         resume_max_age=float(a.resume_max_age),
         resume_cap_per_start=int(a.resume_cap_per_start),
     )
-
-
-def current_boot_time() -> float | None:
-    """This boot's time (the hosts' own reading, so that records compare exactly)."""
-    booted = recordio.boot_time()
-    if booted is not None:
-        return booted
-    try:
-        import psutil
-
-        return float(psutil.boot_time())
-    except (ImportError, OSError):
-        return None
 
 
 @dataclass
@@ -255,7 +241,7 @@ class RecoveryRunner:
     async def _vanished(self, agent: Agent, record: HostRecord) -> None:
         decision = rules.decide_vanished(
             agent,
-            cause=rules.cause_of(record.boot_time, current_boot_time()),
+            cause=rules.cause_of_boot(same_boot(record)),
             now=self.clock.now(),
             policy=self.policy,
             mission=self._mission(agent),
@@ -279,7 +265,6 @@ class RecoveryRunner:
         for agent in registry.agents.values():
             if agent.restart is not None:
                 self.arm(agent.id, agent.restart.due_at)
-        booted = current_boot_time()
         found: list[tuple[Agent, str]] = []
         seen: set[str] = set()
         for agent, record in [*self.daemon.interrupted, *self.signalled]:
@@ -287,7 +272,7 @@ class RecoveryRunner:
             if fresh is None or fresh.id in seen or not rules.needs_recovery(fresh):
                 continue
             seen.add(fresh.id)
-            found.append((fresh, rules.cause_of(record.boot_time, booted)))
+            found.append((fresh, rules.cause_of_boot(same_boot(record))))
         self.signalled.clear()
         self.report.found = len(found)
         if not found:

@@ -127,9 +127,12 @@ class Host(Requests):
             "agent": self.agent,
             "host_pid": os.getpid(),
             "host_create_time": recordio.start_time(os.getpid()),
+            "host_start_ticks": recordio.start_ticks(os.getpid()),
             "program_pid": None,
             "program_create_time": None,
+            "program_start_ticks": None,
             "boot_time": recordio.boot_time(),
+            "boot_id": recordio.boot_id(),
             "started_at": time.time(),
             "argv": self.argv,
             "cwd": self.cwd,
@@ -148,6 +151,7 @@ class Host(Requests):
             return error
         base["program_pid"] = self.pid
         base["program_create_time"] = recordio.start_time(self.pid)
+        base["program_start_ticks"] = recordio.start_ticks(self.pid)
         self.write_record()
         return None
 

@@ -3,15 +3,20 @@
 The host imports this module, so it stays stdlib-light (no dataclasses, no typing at
 run time).  ``records`` builds the typed view on top of it.
 
-Start times follow psutil's ``create_time`` on Linux exactly (``starttime`` from
-``/proc/<pid>/stat`` in clock ticks, plus ``btime`` from ``/proc/stat``), so the daemon can
-compare a record with what psutil reports.  Elsewhere they are ``None``.
+Identity does not move with the clock (docs/faults.md): a boot is named by the kernel's
+boot id (Linux ``/proc/sys/kernel/random/boot_id``, macOS ``kern.bootsessionuuid``), and a
+process by its start in clock ticks since boot (``starttime`` of ``/proc/<pid>/stat``), both
+compared exactly.  ``boot_time`` and ``start_time`` (wall-clock seconds, as psutil gives them)
+are kept for people and for records written before the boot id: ``btime`` is derived from the
+wall clock, so an NTP step or a resume from sleep moves it, and with it every start time
+computed from it.  Elsewhere (no ``/proc``) the start is ``None``.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 _CLOCK_TICKS: int | None = None
@@ -27,6 +32,35 @@ def boot_time() -> float | None:
     except OSError:
         pass
     return None
+
+
+def boot_id() -> str | None:
+    """The kernel's id of this boot: the same for the whole boot, whatever the clock does."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", "rb") as f:
+            text = f.read().decode("ascii", "replace").strip()
+            return text or None
+    except OSError:
+        pass
+    if sys.platform == "darwin":  # pragma: no cover - macOS
+        return _sysctl_string("kern.bootsessionuuid")
+    return None
+
+
+def _sysctl_string(name: str) -> str | None:  # pragma: no cover - macOS
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        size = ctypes.c_size_t(0)
+        if libc.sysctlbyname(name.encode(), None, ctypes.byref(size), None, 0) != 0:
+            return None
+        buf = ctypes.create_string_buffer(size.value)
+        if libc.sysctlbyname(name.encode(), buf, ctypes.byref(size), None, 0) != 0:
+            return None
+        return buf.value.decode("ascii", "replace").strip() or None
+    except (OSError, AttributeError, ValueError):
+        return None
 
 
 def _stat_fields(pid: int) -> list[bytes] | None:
@@ -51,6 +85,20 @@ def start_time(pid: int) -> float | None:
         _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
     # fields[0] is the state (stat field 3); starttime is stat field 22.
     return int(fields[19]) / _CLOCK_TICKS + booted
+
+
+def start_ticks(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks since boot (Linux), or None.
+
+    The kernel keeps it so: it never moves with the wall clock, so two readings compare exactly.
+    """
+    fields = _stat_fields(pid)
+    if not fields or len(fields) < 20:
+        return None
+    try:
+        return int(fields[19])
+    except ValueError:
+        return None
 
 
 def is_zombie(pid: int) -> bool:

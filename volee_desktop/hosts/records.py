@@ -2,9 +2,11 @@
 
 The host writes the record when the program started (``exit`` is None) and again when it
 ended.  ``host_alive`` and ``program_alive`` need no psutil: ``os.kill(pid, 0)`` plus the
-process start time from ``/proc`` (pid reuse) and the boot time (a pid from an earlier
-boot is never alive).  The daemon adds psutil facts elsewhere.  On platforms without
-``/proc`` the start and boot times are None and only the pid is checked.
+process start in clock ticks since boot from ``/proc`` (pid reuse) and the kernel's boot id
+(a pid from an earlier boot is never alive).  Neither moves when the wall clock is stepped
+(NTP after a resume from sleep), so a live host is never taken for dead.  Records written
+before the boot id (``boot_id`` None) fall back to the wall-clock boot and start times.  On
+platforms without ``/proc`` the start is None and only the pid (and the boot) is checked.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ RECORD_VERSION = 1
 # Start times are computed from the same clock-tick count each time; anything off by more
 # than this is another process that got the same pid.
 START_TIME_TOLERANCE = 0.5
+BOOT_TIME_TOLERANCE = 1.0
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,10 @@ class HostRecord:
     cwd: str
     socket: str = ""
     host_create_time: float | None = None
+    # The boot and the starts as the kernel keeps them (they do not move with the clock).
+    boot_id: str | None = None
+    host_start_ticks: int | None = None
+    program_start_ticks: int | None = None
     exit: ExitStatus | None = None
     # Set when the program could not be started ("cannot start 'x': not found on PATH").
     error: str | None = None
@@ -96,6 +103,9 @@ class HostRecord:
             cwd=str(data["cwd"]),
             socket=str(data.get("socket") or ""),
             host_create_time=_opt_float(data.get("host_create_time")),
+            boot_id=None if data.get("boot_id") is None else str(data["boot_id"]),
+            host_start_ticks=_opt_int(data.get("host_start_ticks")),
+            program_start_ticks=_opt_int(data.get("program_start_ticks")),
             exit=None if exit_data is None else ExitStatus.from_dict(exit_data),
             error=data.get("error"),
             v=version,
@@ -110,6 +120,14 @@ class HostRecord:
 
 def _opt_float(value: Any) -> float | None:
     return None if value is None else float(value)
+
+
+def _opt_int(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected a whole number, got {value!r}")
+    return value
 
 
 def read_record(path: Path | str) -> HostRecord | None:
@@ -134,12 +152,29 @@ def write_record_atomic(path: Path | str, record: HostRecord) -> None:
     recordio.write_json_atomic(str(path), json.dumps(record.to_dict(), indent=1))
 
 
-def _same_process(pid: int, recorded_start: float | None, recorded_boot: float | None) -> bool:
+def same_boot(record: HostRecord) -> bool | None:
+    """Whether ``record`` was written in this boot; None when nothing says."""
+    if record.boot_id is not None:
+        current = recordio.boot_id()
+        if current is not None:
+            return current == record.boot_id
+    # A record from before the boot id: the wall-clock boot time is all there is.
+    booted = recordio.boot_time()
+    if record.boot_time is None or booted is None:
+        return None
+    return abs(booted - record.boot_time) <= BOOT_TIME_TOLERANCE
+
+
+def _same_process(
+    record: HostRecord, pid: int, ticks: int | None, recorded_start: float | None
+) -> bool:
     if not recordio.pid_exists(pid):
         return False
-    booted = recordio.boot_time()
-    if recorded_boot is not None and booted is not None and abs(booted - recorded_boot) > 1.0:
+    if same_boot(record) is False:
         return False  # a pid from an earlier boot: whatever has it now is not ours
+    if ticks is not None:
+        now_ticks = recordio.start_ticks(pid)
+        return now_ticks is None or now_ticks == ticks
     if recorded_start is None:
         return True  # nothing to compare with (no /proc): trust the pid
     now_start = recordio.start_time(pid)
@@ -148,14 +183,16 @@ def _same_process(pid: int, recorded_start: float | None, recorded_boot: float |
 
 def host_alive(record: HostRecord) -> bool:
     """True when the record's host process still runs (not a reused pid, not a zombie)."""
-    return _same_process(record.host_pid, record.host_create_time, record.boot_time)
+    return _same_process(record, record.host_pid, record.host_start_ticks, record.host_create_time)
 
 
 def program_alive(record: HostRecord) -> bool:
     """True when the record's program still runs (not a reused pid, not a zombie)."""
     if record.program_pid is None or record.exit is not None:
         return False
-    return _same_process(record.program_pid, record.program_create_time, record.boot_time)
+    return _same_process(
+        record, record.program_pid, record.program_start_ticks, record.program_create_time
+    )
 
 
 def record_path(hosts_dir: Path, agent_id: str) -> Path:
@@ -170,5 +207,6 @@ __all__ = [
     "program_alive",
     "read_record",
     "record_path",
+    "same_boot",
     "write_record_atomic",
 ]

@@ -1,0 +1,74 @@
+"""A wall clock that jumps (NTP after a resume from sleep) never makes a live host look dead.
+
+The kernel's ``btime`` is derived from the wall clock, so a step moves it and every start time
+computed from it.  The fake clock here moves ``recordio.boot_time`` (what /proc/stat says after a
+step) and ``time.time``; the boot id and the start ticks must not care.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.faults.conftest import Rig
+from volee_desktop.core import recovery as rules
+from volee_desktop.hosts import recordio
+from volee_desktop.hosts.records import host_alive, program_alive, read_record, same_boot
+
+STEPS = (24.0, -24.0, 3600.0, -3600.0, 8 * 3600.0)
+
+
+def _step_clock(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    real_boot, real_time = recordio.boot_time, time.time
+    monkeypatch.setattr(recordio, "boot_time", lambda: (real_boot() or 0.0) + seconds)
+    monkeypatch.setattr(time, "time", lambda: real_time() + seconds)
+
+
+@pytest.mark.parametrize("seconds", STEPS)
+def test_a_live_host_stays_alive_when_the_clock_jumps(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch, seconds: float
+) -> None:
+    record = rig.launch_fake()
+    assert record.boot_id == recordio.boot_id() is not None
+    assert record.host_start_ticks is not None
+    assert record.program_start_ticks is not None
+    _step_clock(monkeypatch, seconds)
+
+    assert host_alive(record)
+    assert program_alive(record)
+    assert same_boot(record) is True
+    # So the daemon says "host stopped" (not "the machine restarted") if it is gone later.
+    assert rules.cause_of_boot(same_boot(record)) == rules.HOST_STOPPED
+
+
+def test_another_boot_is_still_told_apart(rig: Rig) -> None:
+    rig.launch_fake()
+    path = rig.record_path("ag_1")
+    data = json.loads(path.read_text())
+    data["boot_id"] = "00000000-0000-4000-8000-000000000000"
+    path.write_text(json.dumps(data))
+    earlier = read_record(path)
+    assert earlier is not None
+
+    assert not host_alive(earlier)
+    assert same_boot(earlier) is False
+    assert rules.cause_of_boot(same_boot(earlier)) == rules.MACHINE_RESTARTED
+
+
+def test_a_reused_pid_is_still_told_apart(rig: Rig) -> None:
+    from dataclasses import replace
+
+    record = rig.launch_fake()
+    assert record.host_start_ticks is not None
+    other = replace(record, host_start_ticks=record.host_start_ticks - 1)
+    assert not host_alive(other)
+
+
+def test_a_record_from_before_the_boot_id_falls_back_to_the_wall_clock(rig: Rig) -> None:
+    from dataclasses import replace
+
+    record = replace(rig.launch_fake(), boot_id=None, host_start_ticks=None)
+    assert host_alive(record)
+    assert same_boot(replace(record, boot_time=(record.boot_time or 0) - 3600)) is False
