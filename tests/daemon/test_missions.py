@@ -278,3 +278,68 @@ async def test_approval_merges_into_a_base_tree_holding_volees_worktrees(
     assert notices.index("The human approved your report.") < notices.index(
         "The mission is closed."
     )
+
+
+class TouchedKeyring(MemoryKeyring):
+    """A keyring that records every read (a real one may pop a password prompt)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[tuple[str, str]] = []
+
+    def get_password(self, service: str, username: str) -> str | None:
+        self.reads.append((service, username))
+        return super().get_password(service, username)
+
+
+@pytest.fixture
+def touched_keyring() -> Iterator[TouchedKeyring]:
+    previous = keyring.get_keyring()
+    store = TouchedKeyring()
+    keyring.set_keyring(store)
+    yield store
+    keyring.set_keyring(previous)
+
+
+@pytest.mark.parametrize("remote", ["none", "not-github"])
+async def test_a_mission_that_needs_no_forge_never_touches_the_keyring(
+    root: Path, daemon: Daemon, touched_keyring: TouchedKeyring, remote: str
+) -> None:
+    repo = make_repo(root, remote=remote != "none")
+    mission, coordinator = await start_mission(daemon, repo)
+    push = " && git push -q -u origin HEAD" if remote != "none" else ""
+    worker = await spawn(daemon, coordinator, COMMIT.format(n="one") + push)
+    await until(
+        lambda: daemon.service.registry.missions[mission].assessments.get(worker), "a verdict"
+    )
+    assessment = daemon.service.registry.missions[mission].assessments[worker]
+    if remote == "none":
+        assert assessment.verdict is Verdict.DELIVERED
+    else:  # pull requests are read on GitHub only: unknown here, and the keyring left alone
+        assert "pull request unknown" in assessment.reason
+        assert touched_keyring.reads == []
+        return
+    assert touched_keyring.reads == []
+    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    await call(daemon, "missions.request_approval", agent=coordinator, body="one file")
+    answered = await call(daemon, "missions.answer", mission=mission, option="approve")
+    assert answered["status"] == "closed", answered["reason"]
+    assert (repo / "one.txt").exists()
+    assert touched_keyring.reads == []
+
+
+async def test_agents_changes_shows_what_a_merge_would_bring(root: Path, daemon: Daemon) -> None:
+    repo = make_repo(root, remote=False)
+    mission, coordinator = await start_mission(daemon, repo)
+    worker = await spawn(daemon, coordinator, COMMIT.format(n="one"))
+    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    summary = await call(daemon, "agents.changes", agent=worker)
+    assert summary["base"] == "main"
+    assert summary["files"] == [{"path": "one.txt", "added": 1, "removed": 0}]
+    assert (summary["added"], summary["removed"]) == (1, 0)
+    assert "diff" not in summary
+    full = await call(daemon, "agents.changes", agent=worker, diff=True)
+    assert "+one" in full["diff"]
+    assert full["truncated"] is False
+    with pytest.raises(IpcError, match="no branch"):
+        await call(daemon, "agents.changes", agent=coordinator)

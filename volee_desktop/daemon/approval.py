@@ -186,13 +186,16 @@ class Approval:
         if mission.kind is not MissionKind.CHANGE:
             return
         evidence = self.runner.evidence
-        forge = await asyncio.to_thread(evidence.forge)
+        forge: Forge | None = None
         problems: list[str] = []
         workers = workers_of(registry, mission)
         for worker in workers:
             d = worker.delivery
             if d is None or delivered_by_merge(d) is not None:
                 continue
+            if forge is None and needs_forge(d):
+                # Only for an open pull request on GitHub: the keyring may prompt and block.
+                forge = await asyncio.to_thread(evidence.forge)
             try:
                 await asyncio.to_thread(merge_one, mission, worker, d, forge)
             except (git.GitError, ForgeError) as exc:
@@ -229,7 +232,13 @@ class Approval:
         self.runner.messages.deliver(outbox)
 
 
-def merge_one(mission: Mission, worker: Agent, d: Delivery, forge: Forge) -> None:
+def needs_forge(d: Delivery) -> bool:
+    """Whether merging this worker may go through the forge: an open pull request at its tip."""
+    pr = d.pull_request_at_tip
+    return pr is not None and pr.state == "open"
+
+
+def merge_one(mission: Mission, worker: Agent, d: Delivery, forge: Forge | None) -> None:
     """Merge one worker's branch: its open pull request at the tip, else into the base branch."""
     branch = d.branch or worker.branch
     if not branch:
@@ -237,8 +246,8 @@ def merge_one(mission: Mission, worker: Agent, d: Delivery, forge: Forge) -> Non
     message = f"Merge {branch} (volee mission: {mission.goal[:60]})"
     pr = d.pull_request_at_tip
     tree = worker.worktree or worker.cwd
-    url = git.remote_url_of(tree, branch)
-    if pr is not None and pr.state == "open" and forge.token and url:
+    url = git.remote_url_of(tree, branch) if pr is not None else None
+    if pr is not None and pr.state == "open" and forge is not None and forge.token and url:
         forge.merge(url, pr.number, pr.head, message)
         return
     repo = worker.repo or git.toplevel(tree) or tree

@@ -22,7 +22,7 @@ from ..core.registry import Registry
 from ..core.states import AgentState
 from ..core.supervisor import workers_of
 from . import git
-from .forge import Forge
+from .forge import Forge, github_slug
 
 if TYPE_CHECKING:
     from .main import Daemon
@@ -119,8 +119,11 @@ class Evidence:
             found = git.read_delivery(target, began)
             if found.pushed in (PushState.NO_REMOTE,) or not found.branch:
                 return found
+            remote = git.remote_url_of(tree, found.branch)
+            if github_slug(remote) is None:
+                return found  # no forge to ask: the keyring is never touched
             forge = self.forge()  # here: the keyring may block, and this runs in a thread
-            known, pr = forge.pull_request(git.remote_url_of(tree, found.branch), found.branch)
+            known, pr = forge.pull_request(remote, found.branch)
             return replace(found, pull_request=pr, pull_request_known=known)
 
         delivery = await asyncio.to_thread(read)

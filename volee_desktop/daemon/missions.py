@@ -27,6 +27,7 @@ from ..store.codec import to_builtins
 from . import git
 from .agents import slug, unique_name
 from .approval import Approval
+from .changes import Changes
 from .errors import Refused
 from .evidence import Evidence
 from .ids import fresh
@@ -105,6 +106,7 @@ class MissionsRunner:
         self.messages = Messages(daemon)
         self.approval = Approval(self)
         self.tidy = Tidy(daemon, self.evidence)
+        self.changes = Changes(daemon)
         self._locks: dict[str, asyncio.Lock] = {}
         self._dirty: set[str] = set()
         self._own: set[int] = set()
@@ -127,6 +129,7 @@ class MissionsRunner:
         self.approval.install()
         self.messages.install()
         self.tidy.install()
+        self.changes.install()
         self.service.listen(self._on_event)
         self.daemon.after_adoption.append(self.sweep)
         self.daemon.status_parts["missions"] = self._status

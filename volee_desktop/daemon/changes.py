@@ -1,0 +1,119 @@
+"""``agents.changes``: what merging a worker's branch would bring, read from git.
+
+The approval dialog shows, per worker, the files its branch changes against
+the base it would be merged into (``git diff base...branch``: from their merge
+base to the branch's tip, the commits a merge takes; uncommitted changes are
+not part of it), the lines added and removed, and on demand the diff itself.
+
+``changes(tree, base, branch, with_diff)`` is the blocking git part (run in a
+thread); ``Changes.api_changes`` finds the tree, base and branch of an agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..ipc.protocol import ErrorCode, IpcError
+from ..ipc.server import Connection
+from . import git
+from .views import resolve_agent
+
+if TYPE_CHECKING:
+    from .main import Daemon
+
+DIFF_LIMIT = 256 * 1024  # characters of diff sent at most (a message is at most 1 MiB)
+
+
+def parse_numstat(text: str) -> list[dict[str, Any]]:
+    """``git diff --numstat -z`` output as files: path, added, removed (None for binary)."""
+    files: list[dict[str, Any]] = []
+    fields = text.split("\0")
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if not entry.strip():
+            continue
+        parts = entry.split("\t", 2)
+        if len(parts) < 3:
+            continue
+        added, removed, path = parts
+        old = None
+        if path == "" and i + 1 < len(fields):  # a rename: the old and new paths follow
+            old, path = fields[i], fields[i + 1]
+            i += 2
+        binary = added == "-" or removed == "-"
+        item: dict[str, Any] = {
+            "path": path,
+            "added": None if binary else int(added),
+            "removed": None if binary else int(removed),
+        }
+        if old is not None:
+            item["from"] = old
+        files.append(item)
+    return files
+
+
+def changes(tree: str | Path, base: str, branch: str, with_diff: bool = False) -> dict[str, Any]:
+    """The change ``branch`` brings over ``base``, in ``tree`` (blocks: runs git)."""
+    span = f"{base}...{branch}"
+    for ref in (base, branch):
+        if git.rev(tree, ref) is None:
+            raise git.GitError(f"no branch or commit {ref!r} in {tree}")
+    numstat = git._git(tree, "diff", "--numstat", "-z", "-M", span).stdout
+    files = parse_numstat(numstat)
+    out: dict[str, Any] = {
+        "base": base,
+        "branch": branch,
+        "files": files,
+        "added": sum(f["added"] or 0 for f in files),
+        "removed": sum(f["removed"] or 0 for f in files),
+    }
+    if with_diff:
+        text = git._git(tree, "diff", "-M", "--no-color", "--no-ext-diff", span).stdout
+        out["truncated"] = len(text) > DIFF_LIMIT
+        out["diff"] = text[:DIFF_LIMIT]
+    return out
+
+
+class Changes:
+    """The ``agents.changes`` IPC method (see docs/ipc.md)."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.service = daemon.service
+
+    def install(self) -> None:
+        self.daemon.api.add("agents.changes", self.api_changes)
+
+    async def api_changes(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        ref = params.get("agent")
+        if not isinstance(ref, str) or not ref:
+            raise IpcError(ErrorCode.BAD_REQUEST, "parameter 'agent' must name an agent")
+        registry = self.service.current()
+        agent = resolve_agent(registry, ref)
+        mission = registry.missions.get(agent.mission) if agent.mission else None
+        d = agent.delivery
+        tree = agent.worktree or agent.cwd
+        branch = (d.branch if d else None) or agent.branch
+        if not tree or not Path(tree).is_dir():
+            raise IpcError(ErrorCode.NOT_FOUND, f"{agent.name} has no folder to read git in")
+        if not branch:
+            raise IpcError(ErrorCode.NOT_FOUND, f"{agent.name} works on no branch")
+        with_diff = bool(params.get("diff"))
+
+        def read() -> dict[str, Any]:
+            base = (mission.base_branch if mission else None) or (d.base if d else None)
+            base = base or git.default_base(tree)
+            if not base:
+                raise git.GitError(f"no base branch known for {branch}")
+            return changes(tree, base, branch, with_diff)
+
+        try:
+            result = await asyncio.to_thread(read)
+        except git.GitError as exc:
+            raise IpcError(ErrorCode.UNAVAILABLE, str(exc)) from exc
+        result["agent"] = agent.id
+        return result
