@@ -283,6 +283,28 @@ def test_continued_works_for_a_volee_host_agent_through_its_program_pid() -> Non
     assert apply_all(registry, events).agents[A1].session == S2
 
 
+def test_continued_never_takes_a_stand_in_id_over_the_session_of_an_agent_volee_launched() -> None:
+    # pi writes no session file before its first reply: the process scan sees the program of a
+    # volee host and names it with a stand-in; its real session (from volee's extension) stays.
+    registry = given(
+        registered(A1, "mine", harness=Harness.PI, cwd="/p"),
+        linked(A1, S1),
+        ev.HostStarted(at=T0, agent=A1, host_pid=400, program_pid=401),
+        state(A1, AgentState.WORKING),
+    )
+    scanned = ListedSession(
+        harness=Harness.PI, session="pid-401-1700000000", pid=401, cwd="/p", stand_in=True
+    )
+
+    events = reconcile(registry, Listing(sessions=(scanned,)), None, {401}, NOW)
+
+    assert events == []
+    # The same session once its file is found is a new id in the same process: continued.
+    found = ListedSession(harness=Harness.PI, session=S2, pid=401, cwd="/p")
+    events = reconcile(registry, Listing(sessions=(found,)), None, {401}, NOW)
+    assert apply_all(registry, events).agents[A1].session == S2
+
+
 # --- rule: moved_to_background ------------------------------------------------------------
 
 

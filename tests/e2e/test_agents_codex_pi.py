@@ -7,6 +7,8 @@ Skipped cleanly when the harness is not installed.
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -119,3 +121,74 @@ def test_pi_runs_links_its_session_stops_and_resumes(
     assert agent["activity"] == "bash: echo pi > pi.txt"
     _stop_then_resume(pi_volee, "p1", project, "pi")
     assert "--session" in pi_volee.record(agent["id"])["argv"]
+
+
+def _asked(requests: list[dict[str, object]]) -> int:
+    return sum(1 for r in requests if str(r["path"]).startswith("/v1/messages"))
+
+
+@pytest.mark.pi
+def test_pi_killed_before_its_first_reply_is_launched_again_with_its_task(
+    pi_volee: Volee, real_sandbox: Sandbox, real_fake_anthropic: FakeAnthropic
+) -> None:
+    # pi writes its session file only with its first reply: killed before it, there is nothing
+    # for `pi --session` to find ("No session found"). volee launches it again, with its task,
+    # instead of resuming a session that does not exist three times in a row.
+    project = real_sandbox.project
+    fake = real_fake_anthropic
+    pi_volee.cli(
+        "spawn", "--harness", "pi", "--cwd", str(project), "--name", "p2",
+        "--model", f"fake/{FAKE_MODEL}", "--", "HOLD\nRUN: echo first > first.txt",
+    )  # fmt: skip
+    fake.wait_for(lambda rs: _asked(rs) >= 1, timeout=30)
+    agent = pi_volee.agent("p2")
+    first = pi_volee.record(agent["id"])
+    assert not list((real_sandbox.home / ".pi" / "agent" / "sessions").glob("*/*.jsonl"))
+
+    os.killpg(first["program_pid"], signal.SIGKILL)
+
+    fake.wait_for(lambda rs: _asked(rs) >= 2, timeout=30)
+    fake.release()
+    done = pi_volee.wait_state("p2", "done", timeout=30)
+    assert (project / "first.txt").read_text() == "first\n"
+    again = pi_volee.record(agent["id"])
+    assert again["program_pid"] != first["program_pid"]
+    assert "--session" not in again["argv"]
+    assert done["session_id"]
+    assert not done["session_id"].startswith("pid-")
+    timeline = pi_volee.cli("timeline", "p2").stdout
+    assert "automatic restart 1 of" in timeline
+    assert "automatic restart 2 of" not in timeline
+
+
+@pytest.mark.codex
+def test_every_volee_mode_is_taken_by_the_pinned_codex_and_an_unknown_one_refused_at_spawn(
+    codex_volee: Volee, real_sandbox: Sandbox
+) -> None:
+    project = real_sandbox.project
+    refused = codex_volee.cli(
+        "spawn", "--harness", "codex", "--cwd", str(project), "--name", "bad",
+        "--permission-mode", "untrusted", "--", "hello", check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0
+    assert "this codex has no permission mode 'untrusted'" in refused.stderr
+    assert "on-request, never" in refused.stderr
+    assert "(codex 0.171.0)" in refused.stderr
+    for n, (mode, flags) in enumerate(
+        [
+            ("default", ["-s", "workspace-write", "-a", "on-request"]),
+            ("plan", ["-s", "read-only", "-a", "never"]),
+            ("manual", ["-s", "read-only", "-a", "on-request"]),
+            ("never", ["-a", "never"]),
+        ]
+    ):
+        name = f"m{n}"
+        codex_volee.cli(
+            "spawn", "--harness", "codex", "--cwd", str(project), "--name", name,
+            "--permission-mode", mode, "--", "say hello",
+        )  # fmt: skip
+        # A mode codex refused would end the program with a usage error before any turn.
+        codex_volee.wait_state(name, "done", timeout=30)
+        argv = codex_volee.record(codex_volee.agent(name)["id"])["argv"]
+        at = argv.index(flags[0])
+        assert argv[at : at + len(flags)] == flags

@@ -12,7 +12,15 @@ from volee_desktop.core import events as ev
 from volee_desktop.core.model import Harness, LaunchSettings
 from volee_desktop.core.states import AgentState
 from volee_desktop.harness.base import Error
-from volee_desktop.harness.codex import HOOK_EVENTS, CodexProfile, hook_events, permission_args
+from volee_desktop.harness.codex import (
+    HOOK_EVENTS,
+    VOLEE_MODES,
+    CodexProfile,
+    Modes,
+    accepted_modes,
+    hook_events,
+    permission_args,
+)
 
 from .support import AT, SAMPLES, agent, context, sample
 
@@ -91,8 +99,69 @@ def test_permission_modes(mode: str | None, args: list[str]) -> None:
 
 
 def test_unknown_permission_mode_names_the_allowed_ones() -> None:
-    with pytest.raises(Error, match=r"no permission mode 'manual'; use one of read-only"):
-        permission_args("manual")
+    with pytest.raises(Error, match=r"no permission mode 'ask'; use one of default, accept"):
+        permission_args("ask")
+
+
+#: What the pinned codex 0.171.0 prints for --help (captured from the real binary).
+HELP_0171 = (SAMPLES / "codex-0.171.0-help.txt").read_text()
+CODEX_0171 = Modes(
+    sandbox=("read-only", "workspace-write", "danger-full-access"),
+    approval=("on-request", "never"),
+)
+
+
+def test_the_modes_codex_0171_accepts_are_read_from_its_help() -> None:
+    assert accepted_modes(HELP_0171) == CODEX_0171
+
+
+def test_a_help_without_the_options_says_nothing() -> None:
+    assert accepted_modes("Usage: codex [OPTIONS]\n  -h, --help\n") is None
+
+
+@pytest.mark.parametrize(
+    ("mode", "args"),
+    [
+        ("default", ["-s", "workspace-write", "-a", "on-request"]),
+        ("acceptEdits", ["-s", "workspace-write", "-a", "on-request"]),
+        ("manual", ["-s", "read-only", "-a", "on-request"]),
+        ("plan", ["-s", "read-only", "-a", "never"]),
+        ("never", ["-a", "never"]),
+        ("danger-full-access", ["-s", "danger-full-access"]),
+        ("bypassPermissions", ["--dangerously-bypass-approvals-and-sandbox"]),
+    ],
+)
+def test_volee_modes_map_to_a_sandbox_and_an_approval_policy(mode: str, args: list[str]) -> None:
+    assert permission_args(mode, CODEX_0171) == args
+
+
+@pytest.mark.parametrize("mode", ["untrusted", "on-failure"])
+def test_policies_codex_0171_dropped_are_refused_listing_what_it_takes(mode: str) -> None:
+    settings = LaunchSettings(harness=Harness.CODEX, cwd="/p", permission_mode=mode)
+    with pytest.raises(Error) as caught:
+        CodexProfile().check_modes(settings, HELP_0171, "0.171.0")
+    text = str(caught.value)
+    assert f"this codex has no permission mode {mode!r}" in text
+    assert "on-request, never" in text
+    assert "untrusted" not in text.split("use one of")[1]
+    assert text.endswith("(codex 0.171.0)")
+
+
+def test_every_volee_mode_is_taken_by_codex_0171() -> None:
+    for mode in (*VOLEE_MODES, "bypassPermissions"):
+        settings = LaunchSettings(harness=Harness.CODEX, cwd="/p", permission_mode=mode)
+        CodexProfile().check_modes(settings, HELP_0171, "0.171.0")
+
+
+def test_a_volee_mode_whose_mapping_this_codex_lacks_is_refused() -> None:
+    older = Modes(sandbox=("read-only",), approval=("on-request",))
+    with pytest.raises(Error, match="this codex has no permission mode 'plan'"):
+        permission_args("plan", older)
+
+
+def test_a_help_volee_cannot_read_lets_the_launch_tell() -> None:
+    settings = LaunchSettings(harness=Harness.CODEX, cwd="/p", permission_mode="untrusted")
+    CodexProfile().check_modes(settings, "garbled", "0.171.0")
 
 
 def test_session_start_links_the_session_codex_reports() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +11,7 @@ from volee_desktop.core import events as ev
 from volee_desktop.core.model import Harness, LaunchSettings
 from volee_desktop.core.states import AgentState
 from volee_desktop.harness.base import Error, PayloadError
-from volee_desktop.harness.pi import PiProfile, extension_path, hook_events
+from volee_desktop.harness.pi import PiProfile, extension_path, has_conversation, hook_events
 
 from .support import AT, SAMPLES, agent, context, sample
 
@@ -144,3 +145,33 @@ def test_every_sample_is_understood() -> None:
     for path in sorted(SAMPLES.glob("pi-hook-*.json")):
         payload = json.loads(path.read_text())
         hook_events(agent(Harness.PI), payload["hook_event_name"], payload, AT)
+
+
+SESSION = "019a6f2e-7c1d-7b3a-9f00-5e1d2c3b4a59"
+
+
+def test_a_session_with_its_file_has_a_conversation(tmp_path: Path) -> None:
+    folder = tmp_path / ".pi" / "agent" / "sessions" / "--p--"
+    folder.mkdir(parents=True)
+    (folder / f"2026-12-01T09-00-00-000Z_{SESSION}.jsonl").write_text('{"type":"session"}\n')
+
+    assert has_conversation(SESSION, {"HOME": str(tmp_path)})
+    settings = LaunchSettings(harness=Harness.PI, cwd="/p", env={"HOME": str(tmp_path)})
+    assert PiProfile().has_conversation(SESSION, settings)
+
+
+def test_a_session_killed_before_its_first_reply_has_none(tmp_path: Path) -> None:
+    # pi writes the file only with its first reply: `--session` would say "No session found".
+    (tmp_path / ".pi" / "agent" / "sessions" / "--p--").mkdir(parents=True)
+
+    assert not has_conversation(SESSION, {"HOME": str(tmp_path)})
+    assert not has_conversation("", {"HOME": str(tmp_path)})
+
+
+def test_pi_coding_agent_dir_moves_the_sessions(tmp_path: Path) -> None:
+    folder = tmp_path / "pi-dir" / "sessions" / "--p--"
+    folder.mkdir(parents=True)
+    (folder / f"x_{SESSION}.jsonl").write_text("{}\n")
+    env = {"HOME": str(tmp_path / "elsewhere"), "PI_CODING_AGENT_DIR": str(tmp_path / "pi-dir")}
+
+    assert has_conversation(SESSION, env)

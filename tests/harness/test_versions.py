@@ -102,3 +102,30 @@ def test_an_unknown_version_is_said_once_per_binary_not_at_every_launch(
     assert len(said) == 1
     assert str(binary) in said[0]
     assert "trying it anyway" in said[0]
+
+
+def test_a_version_printed_on_stderr_is_read(tmp_path: Path) -> None:
+    # pi 0.73.1 answers `--version` on stderr.
+    binary = _script(tmp_path / "pi", 'echo "0.73.1" >&2')
+
+    found = Prober().require("pi", str(binary), "0.73.0", {"PATH": os.environ["PATH"]})
+
+    assert found.version == (0, 73, 1)
+
+
+def test_stdout_wins_over_a_number_in_a_warning_on_stderr(tmp_path: Path) -> None:
+    body = 'echo "(node:12) warning 9.9.9" >&2; echo "codex-cli 0.171.0"'
+    binary = _script(tmp_path / "codex", body)
+
+    assert Prober().probe(str(binary), {"PATH": os.environ["PATH"]}).version == (0, 171, 0)
+
+
+def test_help_is_read_once_per_file(tmp_path: Path) -> None:
+    count = tmp_path / "count"
+    binary = _script(tmp_path / "codex", f'echo x >> {count}; echo "  -a, --ask-for-approval"')
+    prober = Prober()
+
+    assert "--ask-for-approval" in prober.help(str(binary), {})
+    assert "--ask-for-approval" in prober.help(str(binary), {})
+    assert count.read_text().count("x") == 1
+    assert prober.help(str(tmp_path / "missing"), {}) == ""

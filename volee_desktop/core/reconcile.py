@@ -5,7 +5,7 @@ discovery loop takes the listing (``claude agents --json --all``, the sessions
 folder, the process table) and commits what this returns.  Rules, in order:
 
 1. ``continued``: a session that changes its id inside the same process (same
-   pid) keeps its agent.
+   pid) keeps its agent; a stand-in id (no session file yet) never replaces one.
 2. ``moved_to_background``: a terminal session that stops being listed while its
    process still runs went on as a background session in the same directory;
    the agent takes it.  A background session that just started beside a
@@ -81,6 +81,9 @@ class ListedSession:
     finished: bool = False  # a completed or stopped background session (``--all``)
     failed: bool = False
     subagent: bool = False
+    #: ``session`` is a stand-in (the process is seen, its session file not yet): it never
+    #: replaces a session an agent already has.
+    stand_in: bool = False
 
     @property
     def key(self) -> str:
@@ -219,8 +222,8 @@ def _continued(batch: _Batch, sessions: list[ListedSession], prev: Listing, now:
         if session.pid is None or batch.owner(session) or batch.ignored(session):
             continue
         agent = _agent_of_pid(batch, session, before_by_pid)
-        if agent is None or agent.session is None:
-            continue
+        if agent is None or agent.session is None or session.stand_in:
+            continue  # (a stand-in id says nothing new: pi names no session before it replies)
         if session_key(agent.harness, agent.session) in current:
             continue  # its own session is still listed: this is another conversation
         group: list[ev.Event] = [

@@ -25,8 +25,8 @@ from ..core import events as ev
 from ..core.model import Agent, Harness
 from ..core.states import AgentState
 from ..harness.base import Error as HarnessError
-from ..harness.base import LaunchContext, LaunchPlan, Profile
-from ..harness.versions import Prober
+from ..harness.base import LaunchContext, LaunchPlan, ModeCheck, Profile
+from ..harness.versions import Prober, show
 from ..hosts import wire
 from ..hosts.errors import Error as HostsError
 from ..hosts.launcher import HostClient, launch_host
@@ -203,9 +203,13 @@ class AgentHosts:
         if minimum is None or not plan.argv:
             return
         try:
-            await asyncio.to_thread(
+            found = await asyncio.to_thread(
                 self.prober.require, str(agent.harness), plan.argv[0], minimum, env
             )
+            if isinstance(profile, ModeCheck) and agent.launch is not None:
+                text = await asyncio.to_thread(self.prober.help, found.path, env)
+                version = show(found.version) if found.version else "of an unknown version"
+                profile.check_modes(agent.launch, text, version)
         except HarnessError as exc:
             raise Refused(str(exc)) from exc
 

@@ -294,6 +294,7 @@ def scan_processes(now: float, home: Path | None = None) -> list[ListedSession]:
                 status=status,
                 name=f"{os.path.basename(cwd) or harness}-{harness}",
                 started_at=started,
+                stand_in=meta is None,
             )
         )
     return out

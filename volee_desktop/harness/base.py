@@ -67,6 +67,15 @@ class ConversationProbe(Protocol):
         ...
 
 
+@runtime_checkable
+class ModeCheck(Protocol):
+    """A profile whose permission modes depend on the release of its binary."""
+
+    def check_modes(self, settings: LaunchSettings, help_text: str, version: str) -> None:
+        """Raise Error when the binary whose ``--help`` is ``help_text`` refuses the mode."""
+        ...
+
+
 @dataclass(frozen=True)
 class Answer:
     """How to type a person's reply into a dialog the harness shows (not a plain message).

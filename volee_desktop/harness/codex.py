@@ -20,6 +20,8 @@ their meaning is the Claude mapping.
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.events import Event
@@ -39,9 +41,21 @@ HOOK_EVENTS = (
     "SessionEnd",
 )
 LEFT_BY_PERSON = "you left codex"
+#: Every value some codex release took for ``--sandbox`` / ``--ask-for-approval``; what the
+#: binary at hand accepts is read from its ``--help`` (``accepted_modes``) before a launch.
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
 APPROVAL_POLICIES = ("untrusted", "on-failure", "on-request", "never")
 BYPASS = ("bypassPermissions", "bypass")
+#: volee's own modes (the ones Claude Code names) mapped to codex's two separate settings:
+#: (sandbox, approval policy).  Written down in docs/harnesses.md.
+VOLEE_MODES: dict[str, tuple[str, str]] = {
+    "default": ("workspace-write", "on-request"),
+    "acceptEdits": ("workspace-write", "on-request"),
+    # Ask before anything outside a read-only sandbox: the nearest codex has to "ask for all".
+    "manual": ("read-only", "on-request"),
+    # Look, never touch: a read-only sandbox and no way to ask for more.
+    "plan": ("read-only", "never"),
+}
 
 
 def hook_overrides(hook: tuple[str, ...]) -> list[str]:
@@ -61,18 +75,64 @@ def hook_overrides(hook: tuple[str, ...]) -> list[str]:
     return args
 
 
-def permission_args(mode: str | None) -> list[str]:
-    """codex's flags for a permission mode: a sandbox mode, an approval policy, or bypass."""
+@dataclass(frozen=True)
+class Modes:
+    """The values one codex binary accepts for ``--sandbox`` and ``--ask-for-approval``."""
+
+    sandbox: tuple[str, ...]
+    approval: tuple[str, ...]
+
+
+def accepted_modes(help_text: str) -> Modes | None:
+    """What ``codex --help`` lists for ``-s`` and ``-a`` (pure; None when it lists neither).
+
+    codex 0.171.0 prints ``[possible values: read-only, workspace-write, danger-full-access]``
+    after ``--sandbox`` and a ``Possible values:`` block of ``- on-request: …`` lines after
+    ``--ask-for-approval``."""
+    sandbox = _values_after(help_text, "--sandbox")
+    approval = _values_after(help_text, "--ask-for-approval")
+    if not sandbox and not approval:
+        return None
+    return Modes(tuple(sandbox), tuple(approval))
+
+
+def _values_after(text: str, flag: str) -> list[str]:
+    start = text.find(flag)
+    if start < 0:
+        return []
+    # The option's own block ends where the next option begins.
+    rest = text[start + len(flag) :]
+    following = re.search(r"\n\s{0,8}(?:-[A-Za-z], )?--[a-z]", rest)
+    block = rest[: following.start()] if following else rest
+    inline = re.search(r"\[possible values: ([^\]]*)\]", block)
+    if inline:
+        return [v.strip() for v in inline.group(1).split(",") if v.strip()]
+    return re.findall(r"^\s*- ([a-z][a-z-]*):", block, flags=re.MULTILINE)
+
+
+def permission_args(mode: str | None, accepted: Modes | None = None) -> list[str]:
+    """codex's flags for a permission mode: one of volee's modes (mapped to a sandbox and an
+    approval policy), a codex sandbox mode, a codex approval policy, or bypass.
+
+    ``accepted`` (from ``accepted_modes``) is what the binary at hand takes; without it every
+    value some codex release took is let through."""
     if not mode:
         return []
     if mode in BYPASS:
         return ["--dangerously-bypass-approvals-and-sandbox"]
-    if mode in SANDBOX_MODES:
+    sandboxes = accepted.sandbox if accepted is not None else SANDBOX_MODES
+    approvals = accepted.approval if accepted is not None else APPROVAL_POLICIES
+    if mode in VOLEE_MODES:
+        sandbox, approval = VOLEE_MODES[mode]
+        if sandbox in sandboxes and approval in approvals:
+            return ["-s", sandbox, "-a", approval]
+    elif mode in sandboxes:
         return ["-s", mode]
-    if mode in APPROVAL_POLICIES:
+    elif mode in approvals:
         return ["-a", mode]
-    allowed = ", ".join((*SANDBOX_MODES, *APPROVAL_POLICIES, "bypassPermissions"))
-    raise Error(f"codex has no permission mode {mode!r}; use one of {allowed}")
+    allowed = ", ".join(dict.fromkeys((*VOLEE_MODES, *sandboxes, *approvals, "bypassPermissions")))
+    this = "this codex" if accepted is not None else "codex"
+    raise Error(f"{this} has no permission mode {mode!r}; use one of {allowed}")
 
 
 class CodexProfile:
@@ -82,6 +142,18 @@ class CodexProfile:
     can_resume = True
     # The oldest release tested: hooks as -c overrides and --dangerously-bypass-hook-trust.
     min_version: str | None = "0.171.0"
+
+    def check_modes(self, settings: LaunchSettings, help_text: str, version: str) -> None:
+        """Refuse a mode the codex binary at hand does not take, listing what it takes
+        (``help_text`` is its ``--help``; codex 0.171 dropped ``untrusted`` and ``on-failure``,
+        and exits with a usage error on them)."""
+        accepted = accepted_modes(help_text)
+        if accepted is None:
+            return  # a help volee cannot read: the launch tells
+        try:
+            permission_args(settings.permission_mode, accepted)
+        except Error as exc:
+            raise Error(f"{exc} (codex {version})") from None
 
     def _flags(self, settings: LaunchSettings, ctx: LaunchContext) -> list[str]:
         flags = ["--dangerously-bypass-hook-trust", *hook_overrides(ctx.hook_argv)]

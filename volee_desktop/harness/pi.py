@@ -11,7 +11,10 @@ permissions, so it is never needs-input.
 
 from __future__ import annotations
 
+import glob
 import json
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,31 @@ from .claude import tool_activity
 EXTENSION = Path("pi") / "volee-extension.ts"
 LEFT_BY_PERSON = "you left pi"
 HOOKS = ("session_start", "agent_start", "tool_call", "tool_error", "agent_end", "session_shutdown")
+
+
+def agent_dir(env: Mapping[str, str]) -> Path:
+    """pi's own folder for a program run with ``env`` (``PI_CODING_AGENT_DIR``, else
+    ``~/.pi/agent``; read from pi 0.73.1's config.js)."""
+    configured = env.get("PI_CODING_AGENT_DIR")
+    if configured:
+        return Path(os.path.expanduser(configured))
+    home = env.get("HOME") or os.environ.get("HOME")
+    return (Path(home) if home else Path.home()) / ".pi" / "agent"
+
+
+def has_conversation(session: str, env: Mapping[str, str]) -> bool:
+    """Whether ``pi --session <session>`` finds something to continue.
+
+    pi writes its session file (``<agent dir>/sessions/--<cwd>--/<time>_<id>.jsonl``) only
+    once its first reply comes, so a pi killed in its first turn leaves none, and
+    ``--session`` then prints "No session found" and exits 1.  Any doubt (an unreadable
+    folder) counts as a conversation, so volee never drops one it could have resumed."""
+    if not session:
+        return False
+    try:
+        return any((agent_dir(env) / "sessions").glob(f"*/*{glob.escape(session)}*.jsonl"))
+    except OSError:
+        return True
 
 
 def extension_path() -> Path:
@@ -83,6 +111,10 @@ class PiProfile:
         if prompt:
             argv.append(prompt)
         return LaunchPlan(tuple(argv), env, {}, session)
+
+    def has_conversation(self, session: str, settings: LaunchSettings) -> bool:
+        """Whether resuming ``session`` finds its file (reads disk)."""
+        return has_conversation(session, settings.env)
 
     def hook_events(
         self, agent: Agent, hook: str, payload: dict[str, Any], at: float

@@ -92,6 +92,7 @@ class Prober:
     def __init__(self) -> None:
         self._cache: dict[tuple[str, int, int], Found] = {}
         self._warned: set[Found] = set()
+        self._help: dict[tuple[str, int, int], str] = {}
 
     def probe(self, path: str, env: Mapping[str, str]) -> Found:
         """The version ``path --version`` reports (None when it prints none or fails)."""
@@ -115,12 +116,43 @@ class Prober:
                 check=False,
             )
             text = (done.stdout or "") + (done.stderr or "")
-            version = parse_version(done.stdout) if done.returncode == 0 else None
+            version = None
+            if done.returncode == 0:
+                # pi 0.73 prints its version on stderr; stdout first, where the others print
+                # it, so that a warning on stderr with a number in it is never taken instead.
+                version = parse_version(done.stdout or "") or parse_version(done.stderr or "")
         except (OSError, subprocess.SubprocessError) as exc:
             text, version = str(exc), None
         found = Found(path, version, text.strip())
         self._cache[key] = found
         return found
+
+    def help(self, path: str, env: Mapping[str, str]) -> str:
+        """What ``path --help`` prints (empty when it fails), once per binary file."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return ""
+        key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+        cached = self._help.get(key)
+        if cached is not None:
+            return cached
+        try:
+            done = subprocess.run(
+                [path, "--help"],
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=PROBE_TIMEOUT,
+                check=False,
+            )
+            text = done.stdout if done.returncode == 0 else ""
+        except (OSError, subprocess.SubprocessError):
+            text = ""
+        self._help[key] = text
+        return text
 
     def require(
         self, harness: str, binary: str, minimum: str | None, env: Mapping[str, str]
