@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from volee_desktop.core import events as ev
-from volee_desktop.core.model import Harness, LaunchSettings
+from volee_desktop.core.model import Harness, LaunchSettings, Request, RequestKind
 from volee_desktop.core.states import AgentState
 from volee_desktop.harness.base import Answer, PayloadError
 from volee_desktop.harness.claude import (
@@ -146,6 +146,69 @@ def test_permission_request_is_needs_input_naming_the_tool() -> None:
     ]
 
 
+def requests(events: list[ev.Event]) -> list[Request | None]:
+    return [e.request for e in events if isinstance(e, ev.StateChanged)]
+
+
+def test_permission_request_carries_the_request_in_words() -> None:
+    payload = sample("claude-hook-PermissionRequest")
+    a = agent(sessions=(payload["session_id"],))
+
+    [request] = requests(hook_events(a, "PermissionRequest", payload, AT))
+
+    assert request is not None
+    assert (request.kind, request.tool, request.summary) == (
+        RequestKind.PERMISSION,
+        "Bash",
+        "Bash: touch p2.txt",
+    )
+    assert request.input == {"command": "touch p2.txt", "description": "run command"}
+    # A second dialog while the first is open (the same detail) is a new request.
+    asking = agent(state=AgentState.NEEDS_INPUT, detail="permission for Bash", sessions=a.sessions)
+    [again] = requests(hook_events(asking, "PermissionRequest", payload, AT + 1))
+    assert again is not None
+    assert again.id != request.id
+
+
+def test_permission_request_without_tool_input_says_what_is_known() -> None:
+    payload = sample("claude-hook-PermissionRequest")
+    del payload["tool_input"]
+    a = agent(sessions=(payload["session_id"],))
+
+    [request] = requests(hook_events(a, "PermissionRequest", payload, AT))
+
+    assert request is not None
+    assert request.summary == "Bash (its input was not given)"
+    assert request.input is None
+
+
+def test_ask_user_question_is_a_question_with_its_options() -> None:
+    payload = {
+        **sample("claude-hook-PreToolUse"),
+        "tool_name": "AskUserQuestion",
+        "tool_input": {
+            "questions": [
+                {
+                    "question": "Which one?",
+                    "header": "Pick",
+                    "options": [{"label": "A", "description": ""}, {"label": "B"}],
+                    "multiSelect": False,
+                }
+            ]
+        },
+    }
+    a = agent(sessions=(payload["session_id"],))
+
+    events = hook_events(a, "PreToolUse", payload, AT)
+
+    assert states(events) == [(AgentState.NEEDS_INPUT, "question: AskUserQuestion")]
+    [request] = requests(events)
+    assert request is not None
+    assert request.kind is RequestKind.QUESTION
+    assert (request.question, request.options) == ("Which one?", ("A", "B"))
+    assert request.summary == "Which one? (A / B)"
+
+
 def test_permission_notification_is_needs_input_but_keeps_the_richer_detail() -> None:
     payload = sample("claude-hook-Notification-permission_prompt")
     working = agent(sessions=(payload["session_id"],))
@@ -158,6 +221,10 @@ def test_permission_notification_is_needs_input_but_keeps_the_richer_detail() ->
     assert states(hook_events(working, "Notification", payload, AT)) == [
         (AgentState.NEEDS_INPUT, "permission")
     ]
+    [request] = requests(hook_events(working, "Notification", payload, AT))
+    assert request is not None
+    assert request.kind is RequestKind.PERMISSION
+    assert request.summary == "Claude needs your permission"
     assert hook_events(asking, "Notification", payload, AT) == []
 
 

@@ -20,6 +20,7 @@ from .model import (
     MessageKind,
     MissionKind,
     MissionStatus,
+    Request,
     Role,
     ThreadKind,
     Verdict,
@@ -78,12 +79,28 @@ class SessionLinked(AgentEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class StateChanged(AgentEvent):
-    """New state and detail; ``state_since`` moves only when the state really changes."""
+    """New state and detail; ``state_since`` moves only when the state really changes.
+
+    ``request`` is what a needs-input agent asks, when the event knows it (the fold keeps
+    the open request, or derives one from the detail: ``core.requests.request_after``).
+    """
 
     TYPE = "state-changed"
     state: AgentState
     detail: str = ""
     progress: bool = True
+    request: Request | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestAnswered(AgentEvent):
+    """The agent's open request was answered through volee (``answer``: allow,
+    allow-always, deny, option:N, reply); a second answer to it is refused."""
+
+    TYPE = "request-answered"
+    request: str
+    answer: str
+    by: str = "human"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -369,6 +386,7 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     AgentRegistered,
     SessionLinked,
     StateChanged,
+    RequestAnswered,
     ActivityRecorded,
     WorkspaceUpdated,
     LocationChanged,

@@ -23,6 +23,7 @@ from .model import (
     Thread,
     session_key,
 )
+from .requests import request_after
 from .states import AgentState
 from .tables import Tables
 
@@ -114,7 +115,19 @@ def _a_state(r: Tables, e: ev.StateChanged) -> None:
     if e.state.live and e.state is not AgentState.LAUNCHING:
         changes["interrupted"] = None
         changes["action"] = None
+    request = request_after(
+        agent.id, agent.state, agent.request, e.state, e.request, e.detail, e.at
+    )
+    if request is not agent.request:
+        changes["request"] = request
     _put(r, _evolve(agent, **changes))
+
+
+def _a_answered(r: Tables, e: ev.RequestAnswered) -> None:
+    agent = r.agents[e.agent]
+    if agent.request is not None:
+        request = _evolve(agent.request, answered=e.answer, answered_by=e.by, answered_at=e.at)
+        _put(r, _evolve(agent, request=request))
 
 
 def _a_activity(r: Tables, e: ev.ActivityRecorded) -> None:
@@ -340,6 +353,7 @@ APPLIERS: dict[type, Callable[[Tables, Any], None]] = {
     ev.AgentRegistered: _a_registered,
     ev.SessionLinked: _a_session,
     ev.StateChanged: _a_state,
+    ev.RequestAnswered: _a_answered,
     ev.ActivityRecorded: _a_activity,
     ev.WorkspaceUpdated: _a_workspace,
     ev.LocationChanged: _a_location,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from .states import AgentState
 
@@ -113,6 +114,38 @@ class PendingRestart:
     reason: str
 
 
+class RequestKind(StrEnum):
+    """What an agent that needs input asks for."""
+
+    PERMISSION = "permission"  # to run a tool: allow or deny
+    QUESTION = "question"  # a question with options (AskUserQuestion): an option or a reply
+    DIALOG = "dialog"  # anything else the harness shows (an elicitation, a notice)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    """What a needs-input agent asks, in words (``core/requests.py`` builds it from hooks).
+
+    ``id`` names this one request (an answer names the request it answers, so it can never
+    reach another); ``input`` is the tool's input as the harness gave it (None: not given);
+    ``answered`` is how it was answered through volee (``allow``, ``allow-always``,
+    ``deny``, ``option:N``, ``reply``) once it was, so an answer never goes in twice.
+    """
+
+    id: str
+    kind: RequestKind
+    tool: str | None = None
+    summary: str = ""
+    input: dict[str, Any] | None = None
+    question: str = ""
+    options: tuple[str, ...] = ()
+    reason: str = ""
+    at: float = 0.0
+    answered: str | None = None
+    answered_by: str | None = None
+    answered_at: float | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Agent:
     """One agent: a program volee launched or watches, with its lineage of sessions."""
@@ -151,6 +184,7 @@ class Agent:
     restarts_in_row: int = 0
     host_started_at: float | None = None
     delivery: Delivery | None = None
+    request: Request | None = None
 
     @property
     def session(self) -> str | None:

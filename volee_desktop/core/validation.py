@@ -208,10 +208,22 @@ def _v_receipt(r: Tables, e: ev.MessageDelivered | ev.MessageRead) -> str | None
     return None
 
 
+def _v_answered(r: Tables, e: ev.RequestAnswered) -> str | None:
+    agent = r.agents[e.agent]
+    request = agent.request
+    if request is None or request.id != e.request:
+        now = f"it is {agent.state}" + (f" ({agent.detail})" if agent.detail else "")
+        return f"agent {agent.name} no longer asks that ({now})"
+    if request.answered is not None:
+        return f"that request of agent {agent.name} was already answered ({request.answered})"
+    return None
+
+
 VALIDATORS: dict[type, Callable[[Tables, Any], str | None]] = {
     ev.AgentRegistered: _v_registered,
     ev.SessionLinked: _v_session,
     ev.StateChanged: _v_ok,
+    ev.RequestAnswered: _v_answered,
     ev.ActivityRecorded: _v_ok,
     ev.WorkspaceUpdated: _v_ok,
     ev.LocationChanged: _v_ok,

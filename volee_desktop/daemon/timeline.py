@@ -27,7 +27,12 @@ def describe(event: ev.Event, name_of: Callable[[str], str | None] = lambda _i: 
         case ev.SessionLinked():
             return f"session {event.session} {event.how}"
         case ev.StateChanged():
-            return f"{event.state}" + (f": {event.detail}" if event.detail else "")
+            text = f"{event.state}" + (f": {event.detail}" if event.detail else "")
+            if event.request is not None and event.request.summary != event.detail:
+                text += f" ({event.request.summary})"
+            return text
+        case ev.RequestAnswered():
+            return f"request answered by {who(event.by)}: {event.answer}"
         case ev.ActivityRecorded():
             return event.activity
         case ev.StopRequested():

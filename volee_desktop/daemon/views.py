@@ -6,6 +6,7 @@ from typing import Any
 
 from ..core.model import Agent, Mission
 from ..core.registry import Registry
+from ..core.requests import request_view
 from ..store.codec import to_builtins
 from .errors import Ambiguous, NotFound
 
@@ -38,7 +39,20 @@ def agent_view(agent: Agent, registry: Registry | None = None) -> dict[str, Any]
         "pid": agent.pid,
         "restart": to_builtins(restart) if restart else None,
         "model": agent.model,
+        "request": request_view(agent.request),
+        "project": project_view(agent),
+        "waiting_since": agent.request.at if agent.request is not None else None,
     }
+
+
+def project_view(agent: Agent) -> dict[str, Any]:
+    """Where the agent works: its folder (and the folder's last part as a short name), the
+    repository and branch when known."""
+    folder = agent.worktree or agent.cwd
+    name = folder.rstrip("/").rsplit("/", 1)[-1] if folder else ""
+    if agent.repo and agent.worktree:
+        name = agent.repo.rstrip("/").rsplit("/", 1)[-1]
+    return {"folder": folder, "name": name, "repo": agent.repo, "branch": agent.branch}
 
 
 def mission_view(mission: Mission, registry: Registry) -> dict[str, Any]:

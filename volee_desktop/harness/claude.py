@@ -19,7 +19,13 @@ from typing import Any
 
 from ..core import events as ev
 from ..core.events import Event
-from ..core.model import Agent, LaunchSettings
+from ..core.model import Agent, LaunchSettings, Request, RequestKind
+from ..core.requests import (
+    UNSAID_PERMISSION,
+    dialog_request,
+    permission_request,
+    question_request,
+)
 from ..core.states import AgentState
 from .base import Answer, LaunchContext, LaunchPlan, PayloadError, one_line, require_str
 
@@ -220,6 +226,7 @@ def hook_events(agent: Agent, hook: str, payload: dict[str, Any], at: float) -> 
     return claude_style_events(agent, hook, payload, at, left=LEFT_BY_PERSON, product="Claude Code")
 
 
+QUESTION_TOOLS = frozenset({"AskUserQuestion"})
 #: Hooks that say nothing about the agent's state (kept quiet rather than refused).
 QUIET_HOOKS = frozenset({"PostToolBatch", "MessageDisplay", "PreCompact", "PostCompact"})
 
@@ -243,6 +250,16 @@ def claude_style_events(
         if new is not agent.state or detail != agent.detail:
             out.append(ev.StateChanged(at=at, agent=a, state=new, detail=detail))
 
+    def asks(request: Request, detail: str) -> None:
+        # Always an event: a new dialog is a new request, even with the same detail.
+        needs = AgentState.NEEDS_INPUT
+        out.append(ev.StateChanged(at=at, agent=a, state=needs, detail=detail, request=request))
+
+    cwd = str(payload.get("cwd") or agent.cwd)
+    tool_name = payload.get("tool_name") if isinstance(payload.get("tool_name"), str) else None
+    raw_input = payload.get("tool_input")
+    tool_input = raw_input if isinstance(raw_input, dict) else None
+
     if session != agent.session:
         how = "resumed" if payload.get("source") == "resume" else "started"
         if agent.sessions and payload.get("source") in ("clear", "compact"):
@@ -257,6 +274,10 @@ def claude_style_events(
             state(AgentState.IDLE)
     elif hook == "UserPromptSubmit":
         state(AgentState.WORKING)
+    elif hook == "PreToolUse" and tool_name in QUESTION_TOOLS and tool_input is not None:
+        # AskUserQuestion shows its options as soon as it starts: the agent waits for you.
+        asks(question_request(a, at, tool_input, tool=tool_name), f"question: {tool_name}")
+        out.append(ev.ActivityRecorded(at=at, agent=a, activity=tool_activity(payload)))
     elif hook in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
         state(AgentState.WORKING)
         activity = tool_activity(payload)
@@ -270,19 +291,22 @@ def claude_style_events(
             state(AgentState.WORKING)
         out.append(ev.ActivityRecorded(at=at, agent=a, activity=f"subagent {kind} {verb}"))
     elif hook == "PermissionRequest":
-        tool = payload.get("tool_name")
-        state(
-            AgentState.NEEDS_INPUT,
-            f"permission for {tool}" if isinstance(tool, str) else "permission",
-        )
+        request = permission_request(a, at, tool_name, tool_input, cwd)
+        if request.kind is RequestKind.QUESTION:
+            asks(request, f"question: {tool_name}")
+        else:
+            asks(request, f"permission for {tool_name}" if tool_name else "permission")
     elif hook == "Notification":
         kind = payload.get("notification_type")
+        message = one_line(str(payload.get("message") or ""))
         if kind == "permission_prompt":
-            # Never overwrite the richer detail PermissionRequest gave ("permission for Bash").
+            # Never overwrite the richer request PermissionRequest gave ("Bash: pytest -q").
             if agent.state is not AgentState.NEEDS_INPUT:
-                state(AgentState.NEEDS_INPUT, "permission")
+                text = message or UNSAID_PERMISSION
+                asks(dialog_request(a, at, text, kind=RequestKind.PERMISSION), "permission")
         elif kind == "elicitation_dialog":
-            state(AgentState.NEEDS_INPUT, one_line(str(payload.get("message") or "a question")))
+            text = message or "a question"
+            asks(dialog_request(a, at, text), text)
         # idle_prompt (and anything else) is not needs-input.
     elif hook == "Stop":
         state(AgentState.DONE)

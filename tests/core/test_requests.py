@@ -1,0 +1,196 @@
+"""The request in words: one-line summaries, the request kinds, and the fold's rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from volee_desktop.core import events as ev
+from volee_desktop.core.model import RequestKind
+from volee_desktop.core.requests import (
+    NOT_GIVEN,
+    UNSAID_PERMISSION,
+    dialog_request,
+    one_line,
+    permission_request,
+    question_request,
+    request_view,
+    summarize,
+)
+from volee_desktop.core.states import AgentState
+
+from .support import A1, T0, accepted, given, registered, state, when
+
+ASK = {
+    "questions": [
+        {
+            "question": "Which database should the app use?",
+            "header": "Database",
+            "options": [
+                {"label": "Postgres", "description": "a server"},
+                {"label": "SQLite", "description": "a file"},
+            ],
+            "multiSelect": False,
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input", "expected"),
+    [
+        ("Bash", {"command": "rm -rf build/ && pytest -q", "description": "x"},
+         "Bash: rm -rf build/ && pytest -q"),
+        ("Edit", {"file_path": "/home/dev/proj/src/app.py", "old_string": "a"}, "Edit: src/app.py"),
+        ("Write", {"file_path": "/etc/hosts", "content": "x"}, "Write: /etc/hosts"),
+        ("Read", {"file_path": "notes.md"}, "Read: notes.md"),
+        ("NotebookEdit", {"notebook_path": "/home/dev/proj/a.ipynb"}, "NotebookEdit: a.ipynb"),
+        ("WebFetch", {"url": "https://example.org", "prompt": "read"}, "WebFetch: https://example.org"),
+        ("WebSearch", {"query": "pyte screen"}, "WebSearch: pyte screen"),
+        ("Grep", {"pattern": "TODO", "path": "/home/dev/proj"}, "Grep: TODO"),
+        ("Task", {"description": "review the diff", "prompt": "..."}, "Task: review the diff"),
+        ("mcp__gh__create_issue", {"title": "t", "n": 2},
+         'mcp__gh__create_issue: {"n": 2, "title": "t"}'),
+        ("Bash", {"command": "make\nmake test"}, "Bash: make …"),
+        ("exec_command", {"command": ["/bin/bash", "-lc", "touch second.txt"]},
+         "exec_command: touch second.txt"),
+        ("shell", {"command": ["git", "status"]}, "shell: git status"),
+        ("Bash", {}, "Bash"),
+        ("Bash", None, f"Bash ({NOT_GIVEN})"),
+        (None, None, f"a tool ({NOT_GIVEN})"),
+        ("AskUserQuestion", ASK, "Which database should the app use? (Postgres / SQLite)"),
+    ],
+)  # fmt: skip
+def test_summaries_are_one_line_a_person_can_act_on(
+    tool: str | None, tool_input: dict[str, object] | None, expected: str
+) -> None:
+    assert summarize(tool, tool_input, cwd="/home/dev/proj") == expected
+
+
+def test_a_long_command_is_cut_on_one_line() -> None:
+    text = summarize("Bash", {"command": "echo " + "x" * 400})
+    assert len(text) == 160
+    assert text.endswith("…")
+    assert "\n" not in text
+    assert one_line("  \n  ") == ""
+
+
+def test_a_permission_request_keeps_the_tool_and_its_input() -> None:
+    tool_input = {"command": "touch p2.txt", "description": "run command"}
+    request = permission_request(A1, T0, "Bash", tool_input, "/p", reason="to create p2")
+
+    assert request.kind is RequestKind.PERMISSION
+    assert request.tool == "Bash"
+    assert request.summary == "Bash: touch p2.txt"
+    assert request.input == tool_input
+    assert request.reason == "to create p2"
+    assert request.at == T0
+    assert request.id.startswith("rq_")
+    # Another request (another moment) is another id; the same facts, the same id.
+    assert permission_request(A1, T0 + 1, "Bash", tool_input).id != request.id
+    assert permission_request(A1, T0, "Bash", tool_input).id == request.id
+
+
+def test_a_permission_without_its_input_says_what_is_known() -> None:
+    request = permission_request(A1, T0, "Bash", None)
+    assert request.input is None
+    assert request.summary == "Bash (its input was not given)"
+    assert request_view(request) == {
+        "id": request.id,
+        "kind": "permission",
+        "tool": "Bash",
+        "summary": "Bash (its input was not given)",
+        "input": None,
+        "question": "",
+        "options": [],
+        "reason": "",
+        "since": T0,
+        "answered": None,
+        "answered_by": None,
+    }
+
+
+def test_a_question_has_its_text_and_options() -> None:
+    request = question_request(A1, T0, ASK)
+    assert request.kind is RequestKind.QUESTION
+    assert request.question == "Which database should the app use?"
+    assert request.options == ("Postgres", "SQLite")
+    assert request.summary == "Which database should the app use? (Postgres / SQLite)"
+    # AskUserQuestion through a permission dialog is a question too.
+    assert permission_request(A1, T0, "AskUserQuestion", ASK).kind is RequestKind.QUESTION
+    two = {"questions": [*ASK["questions"], {"question": "And the cache?", "options": []}]}
+    assert question_request(A1, T0, two).summary.endswith("(+1 more)")
+
+
+def test_a_dialog_is_its_text() -> None:
+    request = dialog_request(A1, T0, "Claude needs your permission\nmore")
+    assert request.kind is RequestKind.DIALOG
+    assert request.summary == "Claude needs your permission …"
+    assert dialog_request(A1, T0, "").summary == "waiting for you"
+
+
+# --- the fold's rule ----------------------------------------------------------------------
+
+
+def asks(request_tool: str = "Bash", at: float = T0 + 1) -> ev.StateChanged:
+    request = permission_request(A1, at, request_tool, {"command": "pytest -q"})
+    return ev.StateChanged(
+        at=at,
+        agent=A1,
+        state=AgentState.NEEDS_INPUT,
+        detail=f"permission for {request_tool}",
+        request=request,
+    )
+
+
+def test_the_registry_keeps_the_request_while_the_agent_needs_input() -> None:
+    registry = given(registered(A1), state(A1, AgentState.WORKING))
+    assert registry.agents[A1].request is None
+
+    accepted(registry, asks())
+    request = registry.agents[A1].request
+    assert request is not None
+    assert request.summary == "Bash: pytest -q"
+
+    # A new detail of the same dialog keeps it; moving on (answered anywhere) ends it.
+    accepted(registry, state(A1, AgentState.NEEDS_INPUT, at=T0 + 2, detail="permission"))
+    assert registry.agents[A1].request == request
+    accepted(registry, state(A1, AgentState.WORKING, at=T0 + 3))
+    assert registry.agents[A1].request is None
+
+
+def test_needs_input_without_a_request_gets_what_its_detail_says() -> None:
+    registry = given(registered(A1))
+    accepted(registry, state(A1, AgentState.NEEDS_INPUT, detail="permission for Bash"))
+    request = registry.agents[A1].request
+    assert request is not None
+    assert (request.kind, request.tool, request.input) == (RequestKind.PERMISSION, "Bash", None)
+
+    other = given(registered(A1), state(A1, AgentState.NEEDS_INPUT, detail="permission"))
+    assert other.agents[A1].request is not None
+    assert other.agents[A1].request.summary == UNSAID_PERMISSION
+    dialog = given(registered(A1), state(A1, AgentState.NEEDS_INPUT, detail="Pick a file"))
+    assert dialog.agents[A1].request is not None
+    assert dialog.agents[A1].request.kind is RequestKind.DIALOG
+
+
+def test_an_answer_goes_in_once_and_only_to_the_open_request() -> None:
+    registry = given(registered(A1), asks())
+    request = registry.agents[A1].request
+    assert request is not None
+
+    wrong = ev.RequestAnswered(at=T0 + 2, agent=A1, request="rq_0000000000000000", answer="allow")
+    assert "no longer asks that" in (when(registry, wrong) or "")
+
+    accepted(registry, ev.RequestAnswered(at=T0 + 2, agent=A1, request=request.id, answer="allow"))
+    answered = registry.agents[A1].request
+    assert answered is not None
+    assert answered.answered == "allow"
+    assert answered.answered_by == "human"
+    assert answered.answered_at == T0 + 2
+
+    again = ev.RequestAnswered(at=T0 + 3, agent=A1, request=request.id, answer="deny")
+    assert "already answered (allow)" in (when(registry, again) or "")
+
+    accepted(registry, state(A1, AgentState.WORKING, at=T0 + 4))
+    late = ev.RequestAnswered(at=T0 + 5, agent=A1, request=request.id, answer="allow")
+    assert "no longer asks that (it is working)" in (when(registry, late) or "")
