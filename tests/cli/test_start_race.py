@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from volee_desktop.cli import commands
+from volee_desktop.cli import common
 from volee_desktop.daemon.lock import PidLock
 from volee_desktop.ipc.client import Client
 from volee_desktop.paths import dirs
@@ -20,7 +20,7 @@ from volee_desktop.paths import dirs
 def test_a_start_that_met_a_stopping_daemon_starts_one_once_the_lock_is_free(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(commands, "START_TIMEOUT", 15.0)
+    monkeypatch.setattr(common, "START_TIMEOUT", 15.0)
     folders = dirs()
     # Plays a daemon that is closing: it still holds the lock but no longer serves.
     lock = PidLock(folders.daemon_lock).acquire()
@@ -28,7 +28,7 @@ def test_a_start_that_met_a_stopping_daemon_starts_one_once_the_lock_is_free(
 
     def start() -> None:
         try:
-            commands.start_daemon(folders)
+            common.start_daemon(folders)
             outcome.append(None)
         except BaseException as exc:
             outcome.append(exc)

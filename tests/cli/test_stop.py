@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from volee_desktop.cli import commands
+from volee_desktop.cli import daemon as cli_daemon
 from volee_desktop.ipc.server import Connection, IpcServer, MethodTable
 from volee_desktop.paths import dirs
 
@@ -19,7 +19,7 @@ from volee_desktop.paths import dirs
 async def test_stop_says_so_when_the_daemon_is_still_running_after_the_wait(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(commands, "STOP_TIMEOUT", 0.3)
+    monkeypatch.setattr(cli_daemon, "STOP_TIMEOUT", 0.3)
     stuck = subprocess.Popen(["sleep", "60"])  # plays a daemon that never exits
     table = MethodTable()
 
@@ -34,8 +34,8 @@ async def test_stop_says_so_when_the_daemon_is_still_running_after_the_wait(
     server = await IpcServer.start(dirs().socket, table)
     try:
         args = argparse.Namespace(json=False)
-        with pytest.raises(commands.CliError, match=f"pid {stuck.pid}.*still running") as caught:
-            await asyncio.to_thread(commands.cmd_daemon_stop, args)
+        with pytest.raises(cli_daemon.CliError, match=f"pid {stuck.pid}.*still running") as caught:
+            await asyncio.to_thread(cli_daemon.cmd_daemon_stop, args)
         assert f"kill {stuck.pid}" in str(caught.value)
     finally:
         await server.close()
@@ -60,7 +60,9 @@ def test_stop_ends_a_daemon_that_holds_the_lock_but_does_not_serve_yet(
         assert starting.stdout.readline() == "locked\n"
         outcome: list[int] = []
         stopper = threading.Thread(
-            target=lambda: outcome.append(commands.cmd_daemon_stop(argparse.Namespace(json=False)))
+            target=lambda: outcome.append(
+                cli_daemon.cmd_daemon_stop(argparse.Namespace(json=False))
+            )
         )
         stopper.start()
         starting.wait(10)  # reaps it here (it is this process's child), so the stop sees it go

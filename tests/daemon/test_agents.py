@@ -23,8 +23,8 @@ import pytest
 from volee_desktop.core import events as ev
 from volee_desktop.core.model import Agent
 from volee_desktop.core.states import AgentState
-from volee_desktop.daemon.agents import allowed_env
 from volee_desktop.daemon.main import Daemon
+from volee_desktop.harness.env import allowed_env
 from volee_desktop.hosts.launcher import HostClient
 from volee_desktop.hosts.records import HostRecord, host_alive, program_alive, read_record
 from volee_desktop.ipc.aclient import AsyncClient

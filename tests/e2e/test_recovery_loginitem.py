@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from volee_desktop.cli.recovery import login_item_start
 from volee_desktop.loginitem import SystemdUserUnit
+from volee_desktop.loginitem.origin import login_item_start
 from volee_desktop.loginitem.testing import FakeRunner
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="systemd is Linux")

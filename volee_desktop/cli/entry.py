@@ -12,9 +12,9 @@ def main(argv: list[str] | None = None) -> int:
         from volee_desktop.cli import hookshim
 
         return hookshim.main(args[1:])
-    from volee_desktop.cli import commands
+    from volee_desktop.cli import main as cli
 
-    return commands.main(args)
+    return cli.main(args)
 
 
 if __name__ == "__main__":

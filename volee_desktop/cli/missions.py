@@ -10,20 +10,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..harness.env import allowed_env
 from ..paths import dirs
-from .commands import CliError, ago, call, connect, emit_json
+from .common import CliError, Commands, ago, call, connect, emit_json
 
 
-def _subcommands(parser: argparse.ArgumentParser) -> Any:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action
-    raise RuntimeError("volee's parser has no sub-commands to extend")
-
-
-def extend(parser: argparse.ArgumentParser) -> None:
-    """Add ``mission``, ``tidy`` and ``mcp`` to volee's parser."""
-    sub = _subcommands(parser)
+def add_commands(sub: Commands) -> None:
+    """Add ``mission``, ``tidy`` and ``mcp``."""
     mission = sub.add_parser("mission", help="missions: a goal, a coordinator, its workers")
     msub = mission.add_subparsers(dest="mission_command", metavar="ACTION", required=True)
 
@@ -66,8 +59,6 @@ def extend(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    from ..daemon.agents import allowed_env
-
     if args.workers is not None and args.workers < 1:
         raise CliError(f"--workers must be at least 1 (got {args.workers})")
     params: dict[str, Any] = {

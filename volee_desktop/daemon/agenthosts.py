@@ -13,7 +13,6 @@ import asyncio
 import json
 import logging
 import os
-import re
 import socket
 import sys
 import time
@@ -39,23 +38,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ENV_ALLOW = re.compile(
-    r"^(PATH|HOME|USER|LOGNAME|SHELL|LANG|LC_\w+|TERM|COLORTERM|TZ|TMPDIR|XDG_\w+|"
-    r"ANTHROPIC_\w+|CLAUDE_\w+|CLAUDECODE|DISABLE_\w+|IS_SANDBOX|OPENAI_\w+|CODEX_\w+|PI_\w+|"
-    r"FAKE_\w+|NODE_\w+|NPM_CONFIG_\w+|HTTPS?_PROXY|NO_PROXY|SSH_AUTH_SOCK|GIT_\w+|EDITOR|"
-    r"VISUAL|DISPLAY|WAYLAND_DISPLAY|DBUS_SESSION_BUS_ADDRESS)$"
-)
 HOOKSHIM = Path(__file__).resolve().parents[1] / "cli" / "hookshim.py"
 
 GONE_CHECKS = 40
 GONE_CHECK_PAUSE = 0.05  # seconds: 2 s in all before a live host is watched again
 
 ExitHandler = Callable[[Agent, HostRecord], Awaitable[None]]
-
-
-def allowed_env(env: dict[str, str]) -> dict[str, str]:
-    """The part of a caller's environment an agent may inherit (recorded with its launch)."""
-    return {k: v for k, v in env.items() if ENV_ALLOW.match(k)}
 
 
 class AgentHosts:

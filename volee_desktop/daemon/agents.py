@@ -29,6 +29,7 @@ from ..core.model import (
 from ..core.states import AgentState
 from ..harness.base import Answer, ConversationProbe, Profile
 from ..harness.base import Error as HarnessError
+from ..harness.env import allowed_env
 from ..hosts.errors import Error as HostsError
 from ..hosts.launcher import HostClient
 from ..hosts.records import HostRecord, host_alive
@@ -39,7 +40,6 @@ from .agenthosts import (
     AgentHosts,
     _read_quietly,
     _type_keys,
-    allowed_env,
     exit_events,
 )
 from .errors import NotFound, Refused

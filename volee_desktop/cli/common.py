@@ -1,0 +1,120 @@
+"""What every command group of ``volee`` shares: errors, the daemon connection, JSON output.
+
+The groups (``agents``, ``daemon``, ``missions``) import this module and nothing of each
+other; ``main`` assembles them into one parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..ipc.client import Client
+from ..ipc.protocol import DaemonUnavailable
+from ..paths import Dirs, dirs
+
+START_TIMEOUT = 20.0
+ALREADY_RUNNING = 2  # `volee daemon run`'s status when another daemon holds the lock
+
+
+class Commands(Protocol):
+    """Where a command group adds its commands: what ``add_subparsers()`` returns."""
+
+    def add_parser(self, name: str, *, help: str | None = ...) -> argparse.ArgumentParser: ...
+
+
+class CliError(Exception):
+    """A failure to report on stderr with a non-zero exit status."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# --- talking to the daemon --------------------------------------------------------------------
+
+
+def connect(folders: Dirs, *, start: bool = True, timeout: float = 30.0) -> Client:
+    """A client of this user's daemon, starting the daemon first if none runs."""
+    try:
+        return Client.connect(folders.socket, timeout=timeout)
+    except DaemonUnavailable:
+        if not start:
+            raise
+    start_daemon(folders)
+    return Client.connect(folders.socket, timeout=timeout)
+
+
+def _spawn_daemon(log_path: Path) -> subprocess.Popen[bytes]:
+    with open(log_path, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "volee_desktop.cli", "daemon", "run"],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+
+def start_daemon(folders: Dirs) -> None:
+    """Start the headless daemon detached from this terminal and wait until it serves."""
+    from ..daemon.lock import is_held
+
+    folders.logs.mkdir(parents=True, exist_ok=True)
+    log_path = folders.logs / "daemon.log"
+    proc = _spawn_daemon(log_path)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            Client.connect(folders.socket, timeout=2.0).close()
+            return
+        except DaemonUnavailable:
+            pass
+        code = proc.poll()
+        if code is not None and code != ALREADY_RUNNING:
+            tail = _tail(log_path)
+            raise CliError(f"the volee daemon could not start (exit {code}):\n{tail}", 3)
+        # exit ALREADY_RUNNING: another daemon won the race; wait for it to serve. If that one
+        # was stopping and let go of the lock without serving, nobody else starts one: we do.
+        if code == ALREADY_RUNNING and not is_held(folders.daemon_lock):
+            proc = _spawn_daemon(log_path)
+        time.sleep(0.05)
+    raise CliError(f"the volee daemon did not answer within {START_TIMEOUT:.0f} s; see {log_path}")
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(text[-lines:])
+
+
+def call(args: argparse.Namespace, method: str, **params: Any) -> Any:
+    """Call a daemon method, starting the daemon if needed."""
+    with connect(dirs()) as client:
+        return client.request(method, params)
+
+
+def emit_json(value: Any) -> None:
+    """Print JSON for scripts."""
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def ago(seconds: float) -> str:
+    """A short duration: 12 s, 3 min, 2 h, 4 d."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    if s < 86400:
+        return f"{s // 3600} h"
+    return f"{s // 86400} d"

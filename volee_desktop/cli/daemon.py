@@ -1,0 +1,261 @@
+"""``volee daemon run|status|stop|repair|install|uninstall``: the daemon and its login item.
+
+volee never installs the login item unasked (ADR 0024): only ``daemon install`` (and the
+tray's "Start at login") do.  A daemon started by the login item steps aside quietly
+(exit 0) when another volee already holds the lock, so the service manager does not
+restart it in a loop (``loginitem.origin``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..ipc.client import Client
+from ..ipc.protocol import DaemonUnavailable
+from ..paths import dirs
+from .common import CliError, Commands, ago, emit_json
+
+STOP_TIMEOUT = 15.0
+
+
+def add_commands(commands: Commands) -> None:
+    """Add ``volee daemon ACTION``."""
+    daemon = commands.add_parser("daemon", help="run, inspect or stop the daemon; login item")
+    actions = daemon.add_subparsers(dest="daemon_command", metavar="ACTION", required=True)
+    for name, func, helptext in (
+        ("run", cmd_daemon_run, "run the daemon in the foreground"),
+        ("status", cmd_daemon_status, "is the daemon running, and how is it"),
+        ("stop", cmd_daemon_stop, "stop the daemon (agents keep running)"),
+        ("repair", cmd_daemon_repair, "repair a damaged event log from its last good record"),
+        ("install", cmd_daemon_install, "start volee at login (systemd/launchd/Run key)"),
+        ("uninstall", cmd_daemon_uninstall, "stop starting volee at login"),
+    ):
+        p = actions.add_parser(name, help=helptext)
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.set_defaults(func=func)
+
+
+def cmd_daemon_run(args: argparse.Namespace) -> int:
+    import asyncio
+    import logging
+
+    from ..daemon.errors import AlreadyRunning
+    from ..daemon.main import run_foreground
+    from ..store.errors import StoreError
+
+    folders = dirs()
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        return asyncio.run(run_foreground(folders))
+    except AlreadyRunning as exc:
+        from ..loginitem.origin import already_running_message, login_item_start
+
+        if login_item_start():
+            # The service manager would restart a failed start in a loop: step aside quietly.
+            print(already_running_message(exc), file=sys.stderr)
+            return 0
+        raise CliError(str(exc), 2) from exc
+    except StoreError as exc:
+        raise CliError(f"the daemon cannot start: {exc}", 3) from exc
+
+
+def cmd_daemon_status(args: argparse.Namespace) -> int:
+    folders = dirs()
+    try:
+        with Client.connect(folders.socket, timeout=5.0) as client:
+            status = client.call("daemon.status")
+    except DaemonUnavailable:
+        status = {"running": False, "socket": str(folders.socket)}
+        login = _login_status()
+        if login is not None:
+            status["login_item"] = login
+        if args.json:
+            emit_json(status)
+        else:
+            print(f"volee daemon: not running (socket {folders.socket})")
+            if login is not None:
+                print(f"login item: {login.get('summary', login)}")
+        return 3
+    status["running"] = True
+    login = _login_status()
+    if login is not None:
+        status["login_item"] = login
+    if args.json:
+        emit_json(status)
+        return 0
+    print(f"volee daemon {status['version']}: running, pid {status['pid']}")
+    up = ago(time.time() - status["started_at"])
+    print(f"  up {up} (started in {status['startup_seconds']:.2f} s)")
+    print(f"  socket     {status['socket']}")
+    print(f"  event log  {status['events_db']} ({status['seq']} events)")
+    print(f"  agents     {status['agents']} ({status['live_agents']} live)")
+    print(
+        f"  hooks      {status['hooks_accepted']} accepted, {status['hooks_rejected']} kept aside"
+    )
+    if status.get("broken"):
+        print(f"  BROKEN     {status['broken']}")
+    for problem in status.get("config_problems", []):
+        print(f"  config: {problem} (default used)")
+    for name, part in status.get("extra", {}).items():
+        print(f"  {name:<10} {part if isinstance(part, str) else json.dumps(part)}")
+    if login is not None:
+        print(f"  login item {login.get('summary', login)}")
+    return 0
+
+
+def _login_status() -> dict[str, Any] | None:
+    try:
+        result: dict[str, Any] = login_status_summary()
+    except Exception as exc:  # status is informative; never fail `daemon status` on it
+        return {"summary": f"unknown ({exc})"}
+    return result
+
+
+def cmd_daemon_stop(args: argparse.Namespace) -> int:
+    folders = dirs()
+    try:
+        with Client.connect(folders.socket, timeout=5.0) as client:
+            pid = client.call("daemon.status")["pid"]
+            client.call("daemon.stop")
+    except DaemonUnavailable:
+        from ..daemon.lock import holder, is_held
+
+        starting = holder(folders.daemon_lock) if is_held(folders.daemon_lock) else None
+        if starting is None:
+            print("volee daemon: not running")
+            return 0
+        # It holds the lock but does not serve yet (starting): it would come up after this
+        # "stop". Ending it mid-start is safe: the log is durable and hosts live on.
+        pid = starting
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        if time.monotonic() >= deadline:
+            raise CliError(
+                f"the daemon (pid {pid}) is still running {STOP_TIMEOUT:.0f} s after it was "
+                f"asked to stop; see {folders.logs / 'daemon.log'}, and if it stays, "
+                f"`kill {pid}` (agents keep running in their hosts)"
+            )
+        time.sleep(0.05)
+    if args.json:
+        emit_json({"stopped": True, "pid": pid})
+    else:
+        print(f"volee daemon: stopped (pid {pid}); agents keep running in their hosts")
+    return 0
+
+
+def cmd_daemon_repair(args: argparse.Namespace) -> int:
+    from ..daemon.lock import holder, is_held
+    from ..store.integrity import repair
+
+    folders = dirs()
+    if is_held(folders.daemon_lock):
+        raise CliError(
+            f"the daemon is running (pid {holder(folders.daemon_lock)}); stop it first: "
+            "volee daemon stop"
+        )
+    if not folders.events_db.exists():
+        raise CliError(f"there is no event log at {folders.events_db}; nothing to repair")
+    report = repair(folders.events_db)
+    print(report)
+    return 0
+
+
+# --- the login item ------------------------------------------------------------------------
+
+
+def _item() -> Any:
+    from ..loginitem import for_this_platform
+
+    return for_this_platform()
+
+
+def cmd_daemon_install(args: argparse.Namespace) -> int:
+    from ..loginitem import LoginItemError
+
+    try:
+        item = _item()
+        fresh = _missing_folders(item)
+        try:
+            item.install()
+        except LoginItemError:
+            _remove_if_empty(fresh)
+            raise
+        status = item.status()
+    except LoginItemError as exc:
+        raise CliError(f"{exc.title}. {exc.message}") from exc
+    if args.json:
+        emit_json({"installed": True, "path": status.path, "summary": status.detail})
+    else:
+        print(f"volee will start at login ({status.path}): {status.detail}")
+        print("agents interrupted by a restart come back without opening volee")
+    return 0
+
+
+def _missing_folders(item: Any) -> list[Path]:
+    """The item's config folder and its parents that do not exist yet (a failed install
+    must leave nothing behind, not even an empty ``~/.config``)."""
+    home = getattr(item, "config_home", None)
+    missing: list[Path] = []
+    current = Path(home) if home is not None else None
+    while current is not None and not current.exists() and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    return missing
+
+
+def _remove_if_empty(folders: list[Path]) -> None:
+    for folder in folders:  # deepest first
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
+def cmd_daemon_uninstall(args: argparse.Namespace) -> int:
+    from ..loginitem import LoginItemError
+
+    try:
+        item = _item()
+        item.uninstall()
+        status = item.status()
+    except LoginItemError as exc:
+        raise CliError(f"{exc.title}. {exc.message}") from exc
+    if args.json:
+        emit_json({"installed": status.installed, "path": status.path})
+    else:
+        print("volee no longer starts at login (a running volee keeps running)")
+    return 0
+
+
+def login_status_summary() -> dict[str, Any]:
+    """The login item's state for ``volee daemon status``: a dict with a ``summary`` string."""
+    from ..loginitem import LoginItemError
+
+    try:
+        status = _item().status()
+    except LoginItemError as exc:
+        return {"installed": False, "enabled": None, "summary": f"unknown ({exc.message})"}
+    summary = status.detail if status.installed else "not installed (`volee daemon install`)"
+    return {
+        "installed": status.installed,
+        "enabled": status.enabled,
+        "path": status.path,
+        "summary": summary,
+    }
