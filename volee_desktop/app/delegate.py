@@ -9,10 +9,11 @@ from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, QRect, Q
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
+from volee_desktop.core.durations import duration
 from volee_desktop.core.model import Agent, Mission
 
 from .agent_model import AgentRole, MissionRole
-from .texts import STATE_COLOUR, STATE_LABEL, duration, markers, mission_label
+from .texts import STATE_COLOUR, STATE_LABEL, markers, mission_label
 
 PAD = 6
 BAR = 4

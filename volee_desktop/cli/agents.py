@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..core.durations import duration
 from ..harness.env import allowed_env
 from ..ipc.protocol import IpcError
 from ..paths import dirs
-from .common import CliError, Commands, ago, call, connect, emit_json
+from .common import CliError, Commands, call, connect, emit_json
 
 
 def add_commands(sub: Commands) -> None:
@@ -93,7 +94,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
                 marks.append(f"`volee resume` to {a['action']}")
         if marks:
             detail = f"{detail} [{'; '.join(marks)}]" if detail else f"[{'; '.join(marks)}]"
-        rows.append((a["state"], a["name"], ago(now - a["state_since"]), detail[:70], a["id"]))
+        rows.append((a["state"], a["name"], duration(now - a["state_since"]), detail[:70], a["id"]))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=False)) + "  " + r[4])

@@ -106,15 +106,3 @@ def emit_json(value: Any) -> None:
     """Print JSON for scripts."""
     json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
-
-
-def ago(seconds: float) -> str:
-    """A short duration: 12 s, 3 min, 2 h, 4 d."""
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min"
-    if s < 86400:
-        return f"{s // 3600} h"
-    return f"{s // 86400} d"

@@ -17,10 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..core.durations import duration
 from ..ipc.client import Client
 from ..ipc.protocol import DaemonUnavailable
 from ..paths import dirs
-from .common import CliError, Commands, ago, emit_json
+from .common import CliError, Commands, emit_json
 
 STOP_TIMEOUT = 15.0
 
@@ -93,7 +94,7 @@ def cmd_daemon_status(args: argparse.Namespace) -> int:
         emit_json(status)
         return 0
     print(f"volee daemon {status['version']}: running, pid {status['pid']}")
-    up = ago(time.time() - status["started_at"])
+    up = duration(time.time() - status["started_at"])
     print(f"  up {up} (started in {status['startup_seconds']:.2f} s)")
     print(f"  socket     {status['socket']}")
     print(f"  event log  {status['events_db']} ({status['seq']} events)")

@@ -10,9 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..core.durations import duration
 from ..harness.env import allowed_env
 from ..paths import dirs
-from .common import CliError, Commands, ago, call, connect, emit_json
+from .common import CliError, Commands, call, connect, emit_json
 
 
 def add_commands(sub: Commands) -> None:
@@ -93,7 +94,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         workers = [a for a in m["agents"] if a["role"] == "worker"]
         print(
             f"{m['status']:<17} {m['id']}  {m['kind']:<8} {len(workers)} worker(s)  "
-            f"{ago(now - m['updated_at'])} ago  {m['goal'][:60]}"
+            f"{duration(now - m['updated_at'])} ago  {m['goal'][:60]}"
         )
     return 0
 

@@ -47,6 +47,7 @@ from pathlib import PurePosixPath
 from . import events as ev
 from .ids import AGENT, new_id
 from .model import Agent, Harness, Location, Role, session_key
+from .names import unique_name
 from .registry import Registry
 from .states import AgentState, Coarse, coarse
 
@@ -177,13 +178,7 @@ class _Batch:
         return self.work.is_ignored(session.harness, session.session)
 
     def unique_name(self, base: str) -> str:
-        names = {a.name for a in self.work.agents.values()}
-        if base not in names:
-            return base
-        n = 2
-        while f"{base}-{n}" in names:
-            n += 1
-        return f"{base}-{n}"
+        return unique_name(base, self.work.agents.values())
 
 
 def reconcile(

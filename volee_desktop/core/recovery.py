@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from . import events as ev
+from .durations import duration
 from .model import Agent, Harness, Mission
 from .states import AgentState
 
@@ -96,18 +97,6 @@ def resume_prompt(cause: str) -> str:
 def continue_prompt(why: str) -> str:
     """The prompt of an automatic restart (M38), labelled as volee's."""
     return f"[volee] Your last turn was cut off ({why}). {CONTINUE_TEXT}"
-
-
-def duration(seconds: float) -> str:
-    """A short duration for reasons: 45 s, 12 min, 7 h, 3 d."""
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min"
-    if s < 86400:
-        return f"{s // 3600} h"
-    return f"{s // 86400} d"
 
 
 def _delay_words(seconds: float) -> str:

@@ -26,6 +26,7 @@ from ..core.model import (
     Role,
     ThreadKind,
 )
+from ..core.names import unique_name
 from ..core.states import AgentState
 from ..harness.base import Answer, ConversationProbe, Profile
 from ..harness.base import Error as HarnessError
@@ -522,17 +523,6 @@ def check_spawn_params(params: dict[str, Any]) -> None:
         raise IpcError(ErrorCode.BAD_REQUEST, "parameter 'env' must map strings to strings")
     if params.get("worktree") not in (None, True, False):
         raise IpcError(ErrorCode.BAD_REQUEST, "parameter 'worktree' must be true or false")
-
-
-def unique_name(base: str, agents: Any) -> str:
-    """``base``, or ``base-2``, ``base-3``… if taken."""
-    names = {a.name for a in agents}
-    if base not in names:
-        return base
-    n = 2
-    while f"{base}-{n}" in names:
-        n += 1
-    return f"{base}-{n}"
 
 
 def make_worktree(cwd: Path, name: str) -> tuple[str, str, str]:

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 from ..core import events as ev
 from ..core.ids import MISSION, THREAD
 from ..core.model import HUMAN, Agent, Message, Mission, MissionKind, MissionStatus, ThreadKind
+from ..core.names import unique_name
 from ..core.registry import Registry
 from ..core.supervisor import supervise, workers_of
 from ..ipc.protocol import ErrorCode, IpcError
 from ..ipc.server import Connection
 from ..store.codec import to_builtins
 from . import git
-from .agents import slug, unique_name
+from .agents import slug
 from .approval import Approval
 from .changes import Changes
 from .errors import Refused
