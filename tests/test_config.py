@@ -123,10 +123,12 @@ permission_mode = "manual"
     assert c.claude.permission_mode == "manual"
 
 
-def test_empty_restart_delays_means_no_automatic_restart(cfg: Path) -> None:
+def test_empty_restart_delays_are_refused_pointing_at_restart_on_crash(cfg: Path) -> None:
+    # One way to say "never restart": restart_on_crash = false (docs/faults.md).
     result = load_config(write(cfg, "[agents]\nrestart_delays = []\n"))
-    assert result.problems == []
-    assert result.config.agents.restart_delays == ()
+    assert len(result.problems) == 1
+    assert "restart_on_crash = false" in result.problems[0]
+    assert result.config.agents.restart_delays == AgentsConfig().restart_delays
 
 
 @pytest.mark.parametrize(

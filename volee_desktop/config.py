@@ -48,6 +48,12 @@ PERMISSION_MODES = ("default", "acceptEdits", "bypassPermissions", "plan", "manu
 
 # Discovery polls processes; below this it would spin a core for nothing.
 MIN_DISCOVERY_INTERVAL = 0.1
+# Bounds that keep timers and loops sane (a value beyond one is refused, saying so).
+MAX_DISCOVERY_INTERVAL = 3600.0
+MAX_RESTARTS = 20
+MAX_RESTART_DELAY = 86400.0
+MAX_RESUME_AGE = 30 * 86400.0
+MAX_RESUME_CAP = 1000
 
 
 class ConfigError(Exception):
@@ -148,17 +154,35 @@ def _bool(value: object) -> bool:
 def _restart_delays(value: object) -> tuple[float, ...]:
     if not isinstance(value, list):
         raise ValueError("must be a list of delays in seconds, such as [1, 5, 15]")
+    if not value:
+        raise ValueError(
+            "must hold at least one delay (to never restart, set agents.restart_on_crash = false)"
+        )
+    if len(value) > MAX_RESTARTS:
+        raise ValueError(f"must hold at most {MAX_RESTARTS} delays (restarts in a row)")
     try:
-        return tuple(parse_duration(item) for item in value)
+        delays = tuple(parse_duration(item) for item in value)
     except ValueError:
         raise ValueError(
             'each delay must be a number of seconds >= 0 (or a duration such as "90s")'
         ) from None
+    if max(delays) > MAX_RESTART_DELAY:
+        raise ValueError(f"each delay must be at most {MAX_RESTART_DELAY:g} s (1 day)")
+    return delays
+
+
+def _max_age(value: object) -> float:
+    seconds = parse_duration(value)
+    if seconds > MAX_RESUME_AGE:
+        raise ValueError(f"must be at most {MAX_RESUME_AGE:g} s (30 days)")
+    return seconds
 
 
 def _cap(value: object) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ValueError("must be a whole number >= 0")
+    if value > MAX_RESUME_CAP:
+        raise ValueError(f"must be at most {MAX_RESUME_CAP}")
     return value
 
 
@@ -167,8 +191,11 @@ def _interval(value: object) -> float:
         seconds = parse_duration(value)
     except ValueError:
         seconds = -1.0
-    if seconds < MIN_DISCOVERY_INTERVAL:
-        raise ValueError(f"must be {_DURATION_HELP}, at least {MIN_DISCOVERY_INTERVAL}")
+    if seconds < MIN_DISCOVERY_INTERVAL or seconds > MAX_DISCOVERY_INTERVAL:
+        raise ValueError(
+            f"must be {_DURATION_HELP}, at least {MIN_DISCOVERY_INTERVAL} "
+            f"and at most {MAX_DISCOVERY_INTERVAL:g}"
+        )
     return seconds
 
 
@@ -187,7 +214,7 @@ _RULES: dict[str, dict[str, _Parser]] = {
         "resume_after_reboot": _bool,
         "restart_on_crash": _bool,
         "restart_delays": _restart_delays,
-        "resume_max_age": parse_duration,
+        "resume_max_age": _max_age,
         "resume_cap_per_start": _cap,
     },
     "notifications": {
@@ -309,6 +336,9 @@ def _check(data: Mapping[str, Any]) -> tuple[Config, list[_Problem]]:
     return Config(agents, notifications, discovery, claude), problems
 
 
+_TOO_DEEP = "nested too deeply to read (arrays or tables within each other by the thousand)"
+
+
 def load_config(path: Path) -> LoadResult:
     """The settings in ``path``; defaults for a missing file, each bad key, or a broken file."""
     try:
@@ -327,7 +357,12 @@ def load_config(path: Path) -> LoadResult:
             Config(),
             [f"{path}: could not be read ({exc}); every setting uses its default"],
         )
-    config, problems = _check(data)
+    except RecursionError:
+        return LoadResult(Config(), [f"{path}: {_TOO_DEEP}; every setting uses its default"])
+    try:
+        config, problems = _check(data)
+    except RecursionError:
+        return LoadResult(Config(), [f"{path}: {_TOO_DEEP}; every setting uses its default"])
     return LoadResult(config, [f"{path}: {problem.message}" for problem in problems])
 
 

@@ -9,6 +9,7 @@ imports platformdirs only when it needs it.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,8 +84,50 @@ def dirs(environ: dict[str, str] | None = None) -> Dirs:
     )
 
 
+def state_dir(environ: dict[str, str] | None = None) -> Path:
+    """The state folder alone (it needs no runtime folder, which may be unusable)."""
+    env = os.environ if environ is None else environ
+    home = env.get("VOLEE_HOME")
+    if home:
+        return Path(home).expanduser().absolute() / "state"
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir(APP, appauthor=False))
+
+
+class NotPrivate(PermissionError):
+    """A folder or socket volee would use belongs to another user or is open to others."""
+
+
+def check_private_dir(path: Path) -> None:
+    """Raise NotPrivate unless ``path`` is a real folder of this user that only it may use."""
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotPrivate(
+            f"{path} is not a folder ({stat.filemode(st.st_mode)}); volee will not use it: "
+            "remove it, or point VOLEE_HOME/XDG_RUNTIME_DIR elsewhere"
+        )
+    if st.st_uid != os.geteuid():
+        raise NotPrivate(
+            f"{path} belongs to uid {st.st_uid}, not to you (uid {os.geteuid()}); volee will "
+            "not use it: remove it, or point VOLEE_HOME/XDG_RUNTIME_DIR elsewhere"
+        )
+    if st.st_mode & 0o077:
+        raise NotPrivate(
+            f"{path} is open to other users ({stat.filemode(st.st_mode)}); volee will not "
+            f"use it: chmod 700 {path}"
+        )
+
+
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) and make it 0700: only this user may enter."""
-    path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, 0o700)
+    """Create ``path`` (and parents) 0700 and check that it is this user's: only it may enter.
+
+    A folder that exists already and belongs to someone else raises NotPrivate (it is never
+    chmod-ed: as root that would succeed and leave the other user's folder in use).
+    """
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = os.lstat(path)
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & 0o077:
+        os.chmod(path, 0o700)
+    check_private_dir(path)
     return path

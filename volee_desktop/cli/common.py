@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ from typing import Any, Protocol
 
 from ..ipc.client import Client
 from ..ipc.protocol import DaemonUnavailable
-from ..paths import Dirs, dirs
+from ..paths import Dirs, dirs, ensure_private_dir
 
 START_TIMEOUT = 20.0
 ALREADY_RUNNING = 2  # `volee daemon run`'s status when another daemon holds the lock
@@ -51,7 +52,9 @@ def connect(folders: Dirs, *, start: bool = True, timeout: float = 30.0) -> Clie
 
 
 def _spawn_daemon(log_path: Path) -> subprocess.Popen[bytes]:
-    with open(log_path, "ab") as out:
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "volee_desktop.cli", "daemon", "run"],
             stdin=subprocess.DEVNULL,
@@ -66,7 +69,7 @@ def start_daemon(folders: Dirs) -> None:
     """Start the headless daemon detached from this terminal and wait until it serves."""
     from ..daemon.lock import is_held
 
-    folders.logs.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(folders.logs)
     log_path = folders.logs / "daemon.log"
     proc = _spawn_daemon(log_path)
     deadline = time.monotonic() + START_TIMEOUT

@@ -19,8 +19,8 @@ from typing import Any
 
 from ..core.durations import duration
 from ..ipc.client import Client
-from ..ipc.protocol import DaemonUnavailable
-from ..paths import dirs
+from ..ipc.protocol import DaemonUnavailable, ServerStartError
+from ..paths import NotPrivate, dirs
 from .common import CliError, Commands, emit_json
 
 STOP_TIMEOUT = 15.0
@@ -66,6 +66,8 @@ def cmd_daemon_run(args: argparse.Namespace) -> int:
             return 0
         raise CliError(str(exc), 2) from exc
     except StoreError as exc:
+        raise CliError(f"the daemon cannot start: {exc}", 3) from exc
+    except (NotPrivate, ServerStartError) as exc:
         raise CliError(f"the daemon cannot start: {exc}", 3) from exc
 
 

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 TIMEOUT = 5.0
+# The largest payload the shim reads; a larger one is refused whole ("too large"), never cut.
+MAX_PAYLOAD = 8 << 20
 
 
 class _Parsing:
@@ -96,13 +98,44 @@ def _spool(state_spool: str, params: dict[str, object]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Entry point; ``argv`` are the arguments after ``hook``."""
+    """Entry point; ``argv`` are the arguments after ``hook``.
+
+    Exits 0 whatever happens before, in or after the hand-over (a hook must never fail the
+    harness), except when the payload could be kept nowhere: then it says so on stderr and
+    exits 1, which the harnesses show in their log without stopping (Claude Code blocks only
+    on 2), so nothing is lost silently.
+    """
+    try:
+        return _main(argv)
+    except BaseException as exc:  # the harness must never see a traceback
+        try:
+            print(f"volee hook: failed ({exc!r}); this is a bug in volee", file=sys.stderr)
+        except Exception:  # stderr itself may be gone
+            pass
+        return 0
+
+
+def _main(argv: list[str]) -> int:
     received_at = time.time()
     event = argv[0] if argv else ""
     try:
-        data = sys.stdin.buffer.read(8 << 20)
+        data = sys.stdin.buffer.read(MAX_PAYLOAD + 1)
     except (OSError, ValueError):
         data = b""
+    too_large = len(data) > MAX_PAYLOAD
+    if too_large:
+        # Drain the rest so the harness never blocks writing to a closed pipe.
+        try:
+            while sys.stdin.buffer.read(1 << 20):
+                pass
+        except (OSError, ValueError):
+            pass
+        data = b""
+        print(
+            f"volee hook: the {event} payload is too large (over {MAX_PAYLOAD} bytes); "
+            "volee did not read it and records it as rejected",
+            file=sys.stderr,
+        )
     env = os.environ
     params: dict[str, object] = {
         "event": event,
@@ -114,25 +147,53 @@ def main(argv: list[str]) -> int:
         "key": f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}",
         "received_at": received_at,
     }
+    if too_large:
+        params["too_large"] = MAX_PAYLOAD
     socket_path = env.get("VOLEE_SOCKET")
     spool = env.get("VOLEE_SPOOL")
+    failure: object = None
     if not socket_path or not spool:
         # Run as `volee hook` by hand or by a harness volee did not launch.
-        from volee_desktop.paths import dirs
-
-        folders = dirs()
-        socket_path, spool = str(folders.socket), str(folders.spool)
-    try:
-        _send(socket_path, params)
-    except Exception as exc:  # any failure: keep the payload, never fail the harness
+        socket_path, spool, failure = _default_places()
+    if socket_path:
         try:
-            _spool(spool, params)
-        except OSError as spool_exc:
-            print(
-                f"volee hook: daemon unreachable ({exc}) and spool failed: {spool_exc}",
-                file=sys.stderr,
-            )
+            _send(socket_path, params)
+            return 0
+        except Exception as exc:  # any failure: keep the payload
+            failure = exc
+    if not spool:
+        print(f"volee hook: payload NOT kept: {failure}", file=sys.stderr)
+        return 1
+    try:
+        _spool(spool, params)
+    except OSError as spool_exc:
+        print(
+            f"volee hook: payload NOT kept: the daemon did not take it ({failure}) and the "
+            f"spool {spool} is not writable ({spool_exc}); check that folder's owner, "
+            "permissions and free space",
+            file=sys.stderr,
+        )
+        return 1
     return 0
+
+
+def _default_places() -> tuple[str | None, str | None, object]:
+    """The socket and the spool of this user, or None for what cannot be used, and why."""
+    from volee_desktop import paths
+
+    try:
+        folders = paths.dirs()
+    except Exception as exc:  # e.g. a runtime folder of another user
+        # The socket's folder is unusable, the state folder may not be: spool there.
+        try:
+            return None, str(paths.state_dir() / "spool"), exc
+        except Exception as state_exc:
+            return None, None, f"{exc}; {state_exc}"
+    try:
+        paths.check_private_dir(folders.runtime)
+    except OSError as exc:
+        return None, str(folders.spool), exc
+    return str(folders.socket), str(folders.spool), None
 
 
 def _send(path: str, params: dict[str, object]) -> None:
@@ -140,10 +201,12 @@ def _send(path: str, params: dict[str, object]) -> None:
 
     request = {"v": 1, "id": 1, "method": "hook", "params": params}
     line = _dumps(request).encode() + b"\n"
+    _check_ours(path)
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(TIMEOUT)
         sock.connect(path)
+        _check_peer(sock, path)
         sock.sendall(line)
         buf = b""
         while not buf.endswith(b"\n"):
@@ -158,6 +221,31 @@ def _send(path: str, params: dict[str, object]) -> None:
         raise ConnectionError("the daemon's reply is not a JSON object")
     if "error" in reply:
         raise ConnectionError(reply["error"].get("message", "error"))
+
+
+def _check_ours(path: str) -> None:
+    """Refuse a socket, or a folder of it, that another user owns or may write (the payload
+    holds the person's prompt): the same rule as ``ipc.transport.check_server_path``."""
+    me = os.geteuid()
+    folder = os.path.dirname(path) or "."
+    st = os.lstat(folder)
+    if st.st_uid != me or st.st_mode & 0o022 or (st.st_mode & 0o170000) != 0o040000:
+        raise PermissionError(f"the folder {folder} is not a private folder of yours")
+    st = os.lstat(path)
+    if st.st_uid != me or (st.st_mode & 0o170000) != 0o140000:
+        raise PermissionError(f"{path} is not a socket of yours (owner uid {st.st_uid})")
+
+
+def _check_peer(sock: Any, path: str) -> None:
+    import _socket
+
+    option = getattr(_socket, "SO_PEERCRED", None)
+    if option is None:  # macOS and the BSDs: the owner checks above stand alone
+        return
+    raw = sock.getsockopt(_socket.SOL_SOCKET, option, 12)
+    uid = int.from_bytes(raw[4:8], sys.byteorder)
+    if uid != os.geteuid():
+        raise PermissionError(f"{path} is served by uid {uid}, not by you")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from ..hosts import wire
 from ..hosts.errors import Error as HostsError
 from ..hosts.launcher import HostClient, launch_host
 from ..hosts.records import HostRecord, host_alive, read_record, record_path
+from ..paths import ensure_private_dir
 from .errors import Refused
 from .ids import session_uuid
 
@@ -84,6 +85,12 @@ class AgentHosts:
     def files_of(self, agent_id: str) -> Path:
         return self.daemon.dirs.state / "agents" / agent_id
 
+    def make_files_dir(self, agent_id: str) -> Path:
+        """The agent's files folder, created 0700 in an ``agents/`` folder that is 0700 too."""
+        files = self.files_of(agent_id)
+        ensure_private_dir(files.parent)
+        return ensure_private_dir(files)
+
     def now(self) -> float:
         return time.time()
 
@@ -137,9 +144,7 @@ class AgentHosts:
                 )
         self._starting.add(agent.id)
         try:
-            files = self.files_of(agent.id)
-            files.mkdir(parents=True, exist_ok=True)
-            os.chmod(files, 0o700)
+            self.make_files_dir(agent.id)
             for path, text in plan.files.items():
                 Path(path).write_text(text)
             cwd = agent.launch.cwd if agent.launch else agent.cwd

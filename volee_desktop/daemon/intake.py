@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import os
+import stat
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -61,12 +62,21 @@ class Intake:
             when = float(at)
         if not isinstance(name, str) or not name:
             return self._reject(params, "no hook event name (run as `volee hook EVENT`)")
+        too_large = params.get("too_large")
+        if too_large:
+            return self._reject(
+                params,
+                f"the hook payload is too large (over {too_large} bytes, the limit of "
+                "`volee hook`); it was not read, so its events are lost",
+            )
         if not isinstance(raw, str):
             return self._reject(params, "no payload text")
         try:
             payload = json.loads(raw) if raw.strip() else None
         except json.JSONDecodeError as exc:
             return self._reject(params, f"payload is not JSON: {exc}")
+        except RecursionError:
+            return self._reject(params, "payload is nested too deeply to read (~1,000 levels)")
         if not isinstance(payload, dict):
             return self._reject(params, "payload is not a JSON object")
         registry = self._view()
@@ -108,7 +118,7 @@ class Intake:
 
     def _reject(self, params: Mapping[str, Any], reason: str) -> dict[str, Any]:
         self.rejected_count += 1
-        self.rejected.mkdir(parents=True, exist_ok=True)
+        self.rejected.mkdir(mode=0o700, parents=True, exist_ok=True)
         key = params.get("key")
         stem = key if isinstance(key, str) and key.replace("-", "").isalnum() else None
         stem = stem or f"{time.time_ns()}-{os.getpid()}"
@@ -121,15 +131,26 @@ class Intake:
         return {"accepted": False, "reason": reason}
 
     async def ingest_spool(self) -> int:
-        """Ingest spooled payloads in order, exactly once (their keys are in the log)."""
+        """Ingest spooled payloads in order, exactly once (their keys are in the log).
+
+        Only regular files are opened, and never in a way that blocks: a FIFO, a socket, a
+        symlink or a folder named ``*.json`` is moved to ``rejected/`` unread.  A half-written
+        ``.tmp`` left by a hook that was killed mid-write is moved there too once it is old.
+        """
         if not self.spool.is_dir():
             return 0
+        self._clean_stale_tmp()
         count = 0
         for path in sorted(self.spool.glob("*.json")):
             try:
-                params = json.loads(path.read_bytes())
+                params = json.loads(_read_regular(path, MAX_SPOOL_FILE))
                 if not isinstance(params, dict):
                     raise ValueError("not a JSON object")
+            except FileNotFoundError:
+                continue  # ingested meanwhile (or removed by hand)
+            except RecursionError:
+                self._keep_unreadable(path, "unreadable spool file: nested too deeply")
+                continue
             except (OSError, ValueError) as exc:
                 self._keep_unreadable(path, f"unreadable spool file: {exc}")
                 continue
@@ -139,12 +160,56 @@ class Intake:
             count += 1
         return count
 
+    def _clean_stale_tmp(self) -> None:
+        now = self._clock()
+        for path in self.spool.glob(".*.tmp"):
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            # A hook writes, fsyncs and renames within milliseconds: an old one was killed.
+            if now - st.st_mtime < STALE_TMP:
+                continue
+            try:
+                self._keep_unreadable(path, "half-written by a hook that was killed mid-write")
+            except OSError as exc:
+                log.warning("could not move the stale spool file %s: %s", path, exc)
+
     def _keep_unreadable(self, path: Path, reason: str) -> None:
-        self.rejected.mkdir(parents=True, exist_ok=True)
+        self.rejected.mkdir(mode=0o700, parents=True, exist_ok=True)
         target = self.rejected / path.name
         os.replace(path, target)
-        write_atomic(target.with_suffix(".reason.txt"), reason.encode())
+        write_atomic(target.with_name(target.name + ".reason.txt"), reason.encode())
         log.warning("spool file %s kept in %s: %s", path.name, self.rejected, reason)
+
+
+#: A spool file larger than this is not read (the shim never writes one: its cap is 8 MiB).
+MAX_SPOOL_FILE = 64 << 20
+#: A ``.tmp`` in the spool older than this (seconds) was left by a hook killed mid-write.
+STALE_TMP = 600.0
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes; else OSError.
+
+    Opened with O_NONBLOCK and O_NOFOLLOW, so a FIFO or a symlink never blocks nor leads
+    elsewhere; the type is checked on the open file, not on the name (no race).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{path.name} is not a regular file ({stat.filemode(st.st_mode)})")
+        if st.st_size > limit:
+            raise OSError(f"{path.name} is {st.st_size} bytes, more than {limit}")
+        os.set_blocking(fd, True)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 __all__ = ["Intake", "Refused"]

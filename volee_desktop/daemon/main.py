@@ -99,8 +99,9 @@ class Daemon:
     async def start(cls, dirs: Dirs, *, serve: bool = True) -> Daemon:
         """Bring the daemon up (raises AlreadyRunning, CorruptLog, StoreError)."""
         began = time.perf_counter()
-        for folder in (dirs.state, dirs.runtime, dirs.logs, dirs.config):
+        for folder in (dirs.state, dirs.runtime, dirs.logs, dirs.config, dirs.spool):
             ensure_private_dir(folder)
+        ensure_private_dir(dirs.rejected)
         lock = PidLock(dirs.daemon_lock).acquire()
         event_log: EventLog | None = None
         daemon: Daemon | None = None

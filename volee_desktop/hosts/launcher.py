@@ -107,7 +107,7 @@ def launch_host(
             "attach to it or stop it first"
         )
     for folder in (record_path.parent, socket_path.parent):
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(folder, 0o700)
     env_file = record_path.parent / f".{agent_id}.env.{os.getpid()}.{threading.get_ident()}"
     fd = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -146,7 +146,9 @@ def launch_host(
         *argv,
     ]
     try:
-        with open(log_path, "ab") as log:
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.fchmod(log_fd, 0o600)
+        with os.fdopen(log_fd, "ab") as log:
             proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.DEVNULL,

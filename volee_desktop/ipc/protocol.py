@@ -40,7 +40,8 @@ Error codes (stable; ``ErrorCode``):
     too_large            the line is larger than MAX_MESSAGE; the rest of the
                          line is discarded and the connection keeps working
     bad_request          valid JSON but not a request (not an object, no
-                         method, bad id, params not an object, no version)
+                         method, bad id, params not an object, no version),
+                         or JSON nested too deeply to read (~1,000 levels)
     unsupported_version  ``v`` is not a version this server speaks
     unknown_method       no such method
     not_found            the thing named does not exist
@@ -244,6 +245,14 @@ def _parse_object(line: bytes) -> dict[str, Any] | list[Any] | Any:
             f"the line is not valid UTF-8 JSON ({exc}); send one JSON object per line",
             None,
         ) from exc
+    except RecursionError:
+        # The C parser recurses per level: ~1,000 nested arrays exhaust Python's stack.
+        raise RequestError(
+            ErrorCode.BAD_REQUEST,
+            "the request is nested too deeply to read (about 1,000 levels or more); "
+            "send flatter JSON",
+            None,
+        ) from None
 
 
 def decode_request(line: bytes) -> Request:
@@ -303,9 +312,9 @@ def decode_reply_or_push(line: bytes) -> DecodedReply | Push:
     """Decode one line from the server; raise IpcError when it breaks the protocol."""
     try:
         msg = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise IpcError(
-            ErrorCode.BAD_JSON, f"the daemon sent a line that is not JSON ({exc}); this is a bug"
+            ErrorCode.BAD_JSON, f"the daemon sent a line that is not JSON ({exc!r}); this is a bug"
         ) from exc
     if not isinstance(msg, dict) or msg.get("v") not in SUPPORTED_VERSIONS:
         raise IpcError(

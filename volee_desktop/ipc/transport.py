@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from volee_desktop.ipc.protocol import DaemonUnavailable, ServerStartError
+from volee_desktop.ipc.protocol import DaemonUnavailable, ErrorCode, IpcError, ServerStartError
 
 if TYPE_CHECKING:
     import asyncio
@@ -107,6 +107,65 @@ def _unavailable(address: Path, exc: OSError) -> DaemonUnavailable:
         f"the volee daemon is not running (cannot connect to {address}: {why}); "
         "start it with `volee daemon run`"
     )
+
+
+class UntrustedSocket(IpcError):
+    """The socket or its folder is another user's, or another user answers on it: refused."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.REFUSED, message)
+
+
+def check_server_path(address: Path) -> None:
+    """Before connecting: the folder and the socket are this user's and private, else refuse.
+
+    A socket planted by another user in a shared folder (a shared XDG_RUNTIME_DIR) would
+    otherwise receive whatever the client sends (a hook's prompt).  Missing files are left
+    to ``connect`` (the daemon is simply not running).
+    """
+    me = os.geteuid()
+    try:
+        folder = os.lstat(address.parent)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UntrustedSocket(f"cannot check the folder of {address}: {exc}") from exc
+    # Another user can plant a socket only where they may write: the folder must be ours and
+    # writable by no one else (the server itself makes it 0700).
+    if not stat.S_ISDIR(folder.st_mode) or folder.st_uid != me or folder.st_mode & 0o022:
+        raise UntrustedSocket(
+            f"refusing to connect to {address}: its folder {address.parent} is not a private "
+            f"folder of yours (owner uid {folder.st_uid}, mode {stat.filemode(folder.st_mode)}; "
+            f"you are uid {me}); another user may be listening there. Remove it, or point "
+            "XDG_RUNTIME_DIR/VOLEE_HOME at a folder of yours"
+        )
+    try:
+        sock = os.lstat(address)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UntrustedSocket(f"cannot check the socket {address}: {exc}") from exc
+    if not stat.S_ISSOCK(sock.st_mode) or sock.st_uid != me:
+        raise UntrustedSocket(
+            f"refusing to connect to {address}: it is not a socket of yours (owner uid "
+            f"{sock.st_uid}, mode {stat.filemode(sock.st_mode)}; you are uid {me}); "
+            "remove it and start the daemon again"
+        )
+
+
+def check_server_peer(sock: _SockLike, address: Path) -> None:
+    """After connecting: the process that accepted is this user's, else refuse."""
+    try:
+        peer = peer_credentials(sock)
+    except OSError as exc:
+        raise UntrustedSocket(
+            f"refusing to talk to {address}: cannot tell who serves it ({exc})"
+        ) from exc
+    if peer.uid != os.geteuid():
+        raise UntrustedSocket(
+            f"refusing to talk to {address}: it is served by uid {peer.uid} (pid {peer.pid}), "
+            f"not by you (uid {os.geteuid()}); stop that process or remove the socket"
+        )
 
 
 def _check_path(address: Path) -> None:
@@ -284,12 +343,20 @@ class UnixTransport:
     async def open(self, address: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         import asyncio
 
+        check_server_path(address)
         try:
-            return await asyncio.open_unix_connection(str(address))
+            reader, writer = await asyncio.open_unix_connection(str(address))
         except OSError as exc:
             raise _unavailable(address, exc) from exc
+        try:
+            check_server_peer(writer.get_extra_info("socket"), address)
+        except BaseException:
+            writer.transport.abort()
+            raise
+        return reader, writer
 
     def connect(self, address: Path, timeout: float | None) -> Channel:
+        check_server_path(address)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.settimeout(timeout)
@@ -297,6 +364,11 @@ class UnixTransport:
         except OSError as exc:
             sock.close()
             raise _unavailable(address, exc) from exc
+        try:
+            check_server_peer(sock, address)
+        except BaseException:
+            sock.close()
+            raise
         return sock
 
 

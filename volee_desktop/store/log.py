@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -116,7 +117,8 @@ class EventLog:
         opened, and CorruptLog when SQLite says the file is damaged.
         """
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _private_files(path)
         conns: list[sqlite3.Connection] = []
         try:
             writer = connect(path)
@@ -488,6 +490,22 @@ class EventLog:
                     raise corrupt(self.path, None, f"SQLite says {exc}") from exc
                 raise StoreError(f"could not read the event log {self.path}: {exc}") from exc
         return None if row is None else tuple(row)
+
+
+def _private_files(path: Path) -> None:
+    """Create the log 0600 before SQLite does (it would use the umask: 0644), and make an
+    existing log and its -wal/-shm 0600 (SQLite gives those the main file's mode)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return  # SQLite's own open says what is wrong, in its words
+    os.close(fd)
+    for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            if name.stat().st_mode & 0o077:
+                os.chmod(name, 0o600)
+        except OSError:
+            pass
 
 
 def _only_group(outcome: list[list[int]] | None) -> list[int]:

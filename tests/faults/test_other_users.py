@@ -1,0 +1,226 @@
+"""Other users: planted sockets and folders are refused, volee's files are private.
+
+CI runs as root: "another user" is ``nobody`` (root can chown to it).  Without root these
+tests are skipped, except the ones that need no other user.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pwd
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.daemon.helpers import agent_id, registered
+from tests.faults.conftest import Rig
+from volee_desktop.cli import hookshim
+from volee_desktop.daemon.main import Daemon
+from volee_desktop.ipc.client import Client
+from volee_desktop.ipc.transport import UntrustedSocket, check_server_peer
+from volee_desktop.paths import NotPrivate, dirs, ensure_private_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _nobody() -> int:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to play another user (chown to nobody)")
+    try:
+        return pwd.getpwnam("nobody").pw_uid
+    except KeyError:
+        pytest.skip("no user nobody")
+
+
+class Planted:
+    """A socket someone listens on, recording what it was sent."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(path))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.received = bytearray()
+        self.accepted = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.accepted += 1
+            conn.settimeout(1.0)
+            try:
+                while chunk := conn.recv(65536):
+                    self.received += chunk
+                    conn.sendall(b'{"v": 1, "id": 1, "result": {"accepted": true}}\n')
+            except OSError:
+                pass
+            finally:
+                conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self.sock.close()
+        self._thread.join(5)
+
+
+@pytest.fixture
+def planted(tmp_path: Path) -> Iterator[Planted]:
+    uid = _nobody()
+    folder = tmp_path / "shared-run"
+    folder.mkdir(mode=0o700)
+    p = Planted(folder / "volee.sock")
+    os.chown(p.path, uid, uid)
+    os.chown(folder, uid, uid)  # a shared XDG_RUNTIME_DIR another user made
+    yield p
+    p.close()
+
+
+def test_a_client_refuses_a_socket_in_another_users_folder(planted: Planted) -> None:
+    with pytest.raises(UntrustedSocket) as caught:
+        Client.connect(planted.path, timeout=2.0)
+    assert "not a private folder of yours" in str(caught.value)
+    assert caught.value.code == "refused"
+    assert planted.accepted == 0
+
+
+def test_a_client_refuses_another_users_socket_in_its_own_folder(planted: Planted) -> None:
+    os.chown(planted.path.parent, 0, 0)
+    with pytest.raises(UntrustedSocket) as caught:
+        Client.connect(planted.path, timeout=2.0)
+    assert "not a socket of yours" in str(caught.value)
+    assert planted.accepted == 0
+
+
+class _FakeSock:
+    def __init__(self, uid: int) -> None:
+        self.uid = uid
+
+    def getsockopt(self, level: int, optname: int, buflen: int, /) -> bytes:
+        return struct.pack("3i", 4242, self.uid, self.uid)
+
+    def fileno(self) -> int:
+        return -1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_PEERCRED is Linux's")
+def test_a_client_refuses_a_peer_of_another_uid() -> None:
+    with pytest.raises(UntrustedSocket) as caught:
+        check_server_peer(_FakeSock(os.geteuid() + 1), Path("/x/volee.sock"))
+    assert f"served by uid {os.geteuid() + 1}" in str(caught.value)
+    check_server_peer(_FakeSock(os.geteuid()), Path("/x/volee.sock"))  # ours: fine
+
+
+def test_a_hook_never_sends_the_prompt_to_a_planted_socket(
+    planted: Planted, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spool = dirs().spool
+    monkeypatch.setenv("VOLEE_SOCKET", str(planted.path))
+    monkeypatch.setenv("VOLEE_SPOOL", str(spool))
+    secret = json.dumps({"session_id": "s", "prompt": "the secret plan"}).encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(secret)))
+    assert hookshim.main(["UserPromptSubmit"]) == 0
+    assert planted.accepted == 0
+    assert b"secret" not in planted.received
+    (kept,) = spool.glob("*.json")  # kept for our own daemon instead
+    assert "the secret plan" in kept.read_text()
+
+
+def test_a_state_folder_of_another_user_is_refused(tmp_path: Path) -> None:
+    uid = _nobody()
+    state = tmp_path / "state"
+    state.mkdir(mode=0o755)
+    os.chown(state, uid, uid)
+    with pytest.raises(NotPrivate) as caught:
+        ensure_private_dir(state)
+    assert f"belongs to uid {uid}" in str(caught.value)
+    # Never chmod-ed into use (root could).
+    assert stat.S_IMODE(state.stat().st_mode) == 0o755
+
+
+async def test_the_daemon_refuses_a_state_folder_of_another_user() -> None:
+    uid = _nobody()
+    folders = dirs()
+    folders.state.mkdir(parents=True, mode=0o700)
+    os.chown(folders.state, uid, uid)
+    with pytest.raises(NotPrivate):
+        await Daemon.start(folders)
+    assert not folders.events_db.exists()
+
+
+def test_a_runtime_folder_of_another_user_never_fails_the_hook(tmp_path: Path) -> None:
+    """platformdirs raises PermissionError for a /tmp/runtime-<uid> of another owner."""
+    uid = _nobody()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    runtime = tmp / f"runtime-{os.geteuid()}"
+    runtime.mkdir(mode=0o700)
+    os.chown(runtime, uid, uid)
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path / "home"),
+        "TMPDIR": str(tmp),
+        "XDG_STATE_HOME": str(tmp_path / "xstate"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xconfig"),
+        "PYTHONPATH": str(ROOT),
+    }
+    payload = json.dumps({"session_id": "s", "hook_event_name": "Stop"})
+    done = subprocess.run(
+        [sys.executable, "-m", "volee_desktop.cli", "hook", "Stop"],
+        input=payload.encode(),
+        env=env,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"Traceback" not in done.stderr
+    (kept,) = (tmp_path / "xstate" / "volee" / "spool").glob("*.json")
+    assert json.loads(kept.read_text())["event"] == "Stop"
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
+
+
+async def test_every_file_volee_writes_is_0600_and_every_folder_0700(rig: Rig) -> None:
+    old = os.umask(0o022)
+    try:
+        folders = dirs()
+        d = await Daemon.start(folders)
+        try:
+            await d.service.commit([registered("x")])
+            await d.intake.hook({"event": "Stop", "payload": "not json", "key": "k-1"})
+            for name in ("events.db", "events.db-wal", "events.db-shm"):
+                assert _mode(folders.state / name) == 0o600, name
+            for folder in (folders.state, folders.spool, folders.rejected, folders.runtime):
+                assert _mode(folder) == 0o700, folder
+            assert _mode(folders.rejected / "k-1.json") == 0o600
+            files = d.agents.make_files_dir(agent_id())
+            assert _mode(files) == 0o700
+            assert _mode(files.parent) == 0o700
+        finally:
+            await d.close()
+        rig.launch_fake()
+        assert _mode(rig.record_path("ag_1").with_suffix(".log")) == 0o600
+        assert _mode(rig.record_path("ag_1")) == 0o600
+        assert _mode(rig.record_path("ag_1").parent) == 0o700
+    finally:
+        os.umask(old)
