@@ -6,12 +6,16 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``volee``; ``volee hook`` takes a fast path that imports almost nothing."""
+    """Run ``volee``; ``volee hook`` and ``volee mcp`` take fast paths importing almost nothing."""
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["hook"]:
         from volee_desktop.cli import hookshim
 
         return hookshim.main(args[1:])
+    if args[:1] == ["mcp"]:
+        from volee_desktop.mcp import relay
+
+        return relay.main(args[1:])
     from volee_desktop.cli import main as cli
 
     return cli.main(args)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -218,11 +217,6 @@ def cmd_tidy(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from ..mcp.server import run
+    from ..mcp.relay import main
 
-    try:
-        return run()
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        sys.stdout.flush()
+    return main([])

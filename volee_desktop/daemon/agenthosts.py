@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HOOKSHIM = Path(__file__).resolve().parents[1] / "cli" / "hookshim.py"
+MCP_RELAY = Path(__file__).resolve().parents[1] / "mcp" / "relay.py"
 
 GONE_CHECKS = 40
 GONE_CHECK_PAUSE = 0.05  # seconds: 2 s in all before a live host is watched again
@@ -61,6 +62,9 @@ class AgentHosts:
         # Hooks run the shim file itself with -I -S: no site start-up, no package import; a
         # third of `volee hook`'s CPU on every hook of every agent (docs/decisions.md D5).
         self.hook_cmd: tuple[str, ...] = (sys.executable, "-I", "-S", str(HOOKSHIM))
+        # The MCP server a harness starts is a relay of the same kind (3 MiB, not 60 MB):
+        # the daemon serves every agent's MCP session (daemon/mcphub.py).
+        self.mcp_cmd: tuple[str, ...] = (sys.executable, "-I", "-S", str(MCP_RELAY))
         # VOLEE_CLAUDE_BIN, VOLEE_CODEX_BIN, VOLEE_PI_BIN: the harness executables to use.
         self.binaries: dict[str, str] = {
             h: os.environ[f"VOLEE_{h.upper()}_BIN"]
@@ -110,6 +114,7 @@ class AgentHosts:
             session_id=session or session_uuid(),
             binary=self.binaries.get(harness),
             hook=self.hook_cmd,
+            mcp=self.mcp_cmd,
         )
 
     def agent_env(self, agent: Agent, plan: LaunchPlan) -> dict[str, str]:

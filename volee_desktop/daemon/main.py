@@ -151,7 +151,7 @@ class Daemon:
         self.agents = AgentsRunner(self)
         self.agents.install()
         # Importing each feature registers its runner (discovery loop, missions, recovery).
-        from . import discovery, missions, recovery  # noqa: F401
+        from . import discovery, mcphub, missions, recovery  # noqa: F401
 
         for extend in RUNNER_FACTORIES:
             await extend(self)

@@ -102,11 +102,18 @@ class LaunchContext:
     # argv prefix of the hook shim, before the event name (default: `volee hook`); the daemon
     # gives the lean form that skips the interpreter's site start-up (docs/decisions.md D5).
     hook: tuple[str, ...] = ()
+    # argv of the MCP relay (default: `volee mcp`); the daemon gives the lean `-I -S` form.
+    mcp: tuple[str, ...] = ()
 
     @property
     def hook_argv(self) -> tuple[str, ...]:
         """The command a harness hook runs, without the event name."""
         return self.hook or (*self.volee, "hook")
+
+    @property
+    def mcp_argv(self) -> tuple[str, ...]:
+        """The command a harness runs for volee's MCP tools (a relay to the daemon)."""
+        return self.mcp or (*self.volee, "mcp")
 
 
 def require_str(payload: dict[str, Any], key: str) -> str:

@@ -105,14 +105,15 @@ def has_conversation(session: str, env: Mapping[str, str]) -> bool:
     return False
 
 
-def mcp_config(volee: tuple[str, ...], agent_id: str) -> dict[str, Any]:
-    """The ``--mcp-config`` document: volee's MCP server (``volee mcp``), knowing its agent."""
+def mcp_config(relay: tuple[str, ...], agent_id: str) -> dict[str, Any]:
+    """The ``--mcp-config`` document: volee's MCP relay (``relay`` is its argv), knowing its
+    agent."""
     return {
         "mcpServers": {
             MCP_SERVER: {
                 "type": "stdio",
-                "command": volee[0],
-                "args": [*volee[1:], "mcp"],
+                "command": relay[0],
+                "args": list(relay[1:]),
                 "env": {"VOLEE_AGENT": agent_id},
             }
         }
@@ -143,7 +144,7 @@ class ClaudeProfile:
         document["permissions"] = {"allow": [f"mcp__{MCP_SERVER}"]}
         files = {
             settings_path: json.dumps(document, indent=2),
-            mcp_path: json.dumps(mcp_config(ctx.volee, agent_id), indent=2),
+            mcp_path: json.dumps(mcp_config(ctx.mcp_argv, agent_id), indent=2),
         }
         return argv, files
 

@@ -402,3 +402,11 @@ class LineBuffer:
     def pending(self) -> int:
         """Bytes held for an unfinished line."""
         return len(self._buf)
+
+    def take(self) -> bytes:
+        """The bytes held for an unfinished line, which the buffer forgets (a takeover)."""
+        rest = b"" if self._discarding else bytes(self._buf)
+        self._buf.clear()
+        self._scanned = 0
+        self._discarding = False
+        return rest

@@ -41,6 +41,8 @@ CLOSE_GRACE = 5.0
 _READ_CHUNK = 64 * 1024
 
 AfterReply = Callable[[], Awaitable[None] | None]
+#: Serves a connection taken over: the bytes already received after the request, and the rest.
+TakeoverServe = Callable[["Connection", bytes, asyncio.StreamReader], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,19 @@ class Reply:
 
     result: Any
     after: AfterReply | None = None
+
+
+@dataclass(frozen=True)
+class Takeover:
+    """A handler's result after which the connection stops speaking volee's protocol.
+
+    Once the reply is written, ``serve`` gets the connection's raw bytes (those already
+    received after the request, then its reader) until it returns; the connection then
+    closes.  The MCP relays use it: the rest of their connection is one MCP session.
+    """
+
+    result: Any
+    serve: TakeoverServe
 
 
 class Handler(Protocol):
@@ -115,6 +130,7 @@ class Connection:
         self._held_bytes = 0
         self._after: list[AfterReply] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self._takeover: TakeoverServe | None = None
 
     @property
     def peer_uid(self) -> int:
@@ -163,6 +179,13 @@ class Connection:
 
     async def wait_closed(self) -> None:
         await self.closed.wait()
+
+    async def write_raw(self, data: bytes) -> None:
+        """Send bytes as they are, waiting while the client is slow (taken-over connections)."""
+        if self.closed.is_set() or self._writer.transport.is_closing():
+            raise ConnectionResetError("the connection is closed")
+        self._writer.write(data)
+        await self._writer.drain()
 
     def close(self) -> None:
         """Drop the connection now."""
@@ -376,7 +399,8 @@ class IpcServer:
             data = await reader.read(_READ_CHUNK)
             if not data:
                 return
-            for line in lines.feed(data):
+            received = lines.feed(data)
+            for index, line in enumerate(received):
                 if conn.closed.is_set():
                     return
                 if line is OVERSIZED:
@@ -392,6 +416,11 @@ class IpcServer:
                     continue
                 assert isinstance(line, bytes)
                 await self._handle_line(conn, line)
+                serve = conn._takeover
+                if serve is not None:
+                    later = [x + b"\n" for x in received[index + 1 :] if isinstance(x, bytes)]
+                    await serve(conn, b"".join(later) + lines.take(), reader)
+                    return
 
     async def _handle_line(self, conn: Connection, line: bytes) -> None:
         try:
@@ -412,11 +441,14 @@ class IpcServer:
             return
         conn._begin_request()
         ok = False
+        takeover: TakeoverServe | None = None
         try:
             outcome = await self._handler(conn, request.method, request.params)
             after = None
             if isinstance(outcome, Reply):
                 outcome, after = outcome.result, outcome.after
+            elif isinstance(outcome, Takeover):
+                outcome, takeover = outcome.result, outcome.serve
             reply = self._encode_result(request.id, request.method, outcome)
             if reply is None:
                 reply = encode_error(
@@ -449,6 +481,8 @@ class IpcServer:
                 "ask for less (a narrower filter or a smaller page)",
             )
         conn._end_request(reply, run_after=ok)
+        if ok and takeover is not None and not conn.closed.is_set():
+            conn._takeover = takeover
 
     @staticmethod
     def _encode_result(request_id: int | str, method: str, result: Any) -> bytes | None:
@@ -459,4 +493,12 @@ class IpcServer:
             return None
 
 
-__all__ = ["DEFAULT_MAX_SEND_BUFFER", "Connection", "Handler", "IpcServer", "MethodTable", "Reply"]
+__all__ = [
+    "DEFAULT_MAX_SEND_BUFFER",
+    "Connection",
+    "Handler",
+    "IpcServer",
+    "MethodTable",
+    "Reply",
+    "Takeover",
+]

@@ -1,62 +1,71 @@
-"""``volee mcp``: the MCP server (stdio) an agent's harness starts; it forwards to the daemon.
+"""volee's MCP tools, served by the daemon for every agent (one ``mcp`` SDK server).
 
-The agent is known from ``VOLEE_AGENT`` (set by volee in every agent it
-launches).  Each tool is one IPC request to the daemon; the daemon enforces the
-rules (routing, who may present a report or spawn a worker) and its refusal
-becomes the tool's error text, which the model reads.  Requests block, so they
-run in a worker thread.
+Each agent's harness starts a relay (``mcp/relay.py``, stdlib only) that hands its MCP
+session to the daemon over the socket; the daemon serves it here with the session's
+agent and connection in ``SESSION``.  Each tool is one request to the daemon's own method
+table, on the relay's connection, so the daemon enforces the rules (routing, who may
+present a report or spawn a worker) exactly as for any client; its refusal becomes the
+tool's error text, which the model reads.
 """
 
 from __future__ import annotations
 
-import os
-from typing import Any
+import contextvars
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, cast
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 
-from ..ipc.client import Client
-from ..ipc.protocol import DaemonUnavailable, IpcError
-from ..paths import dirs
+from ..ipc.protocol import IpcError
 
 INSTRUCTIONS = (
     "volee supervises the coding agents of this machine. These tools let you talk to the "
     "human and to other agents of your mission, report findings, present your report for "
     "approval (coordinators), and spawn and list workers (coordinators)."
 )
-CALL_TIMEOUT = 120.0
 
 
 class Error(Exception):
     """Root of the mcp package's errors."""
 
 
+Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Session:
+    """One agent's MCP session: who it is (None: not known) and how to ask the daemon."""
+
+    agent: str | None
+    call: Call
+    why_unknown: str = (
+        "VOLEE_AGENT is not set: volee's MCP tools work inside agents volee launched "
+        "(volee spawn, volee mission create)"
+    )
+
+
+SESSION: contextvars.ContextVar[Session] = contextvars.ContextVar("volee_mcp_session")
+
+
 def agent_id() -> str:
-    """This server's agent, from VOLEE_AGENT (a ToolError when volee did not launch it)."""
-    agent = os.environ.get("VOLEE_AGENT", "")
-    if not agent:
-        raise ToolError(
-            "VOLEE_AGENT is not set: volee's MCP tools work inside agents volee launched "
-            "(volee spawn, volee mission create)"
-        )
-    return agent
-
-
-def _request(method: str, params: dict[str, Any]) -> Any:
-    try:
-        with Client.connect(dirs().socket, timeout=CALL_TIMEOUT) as client:
-            return client.request(method, params)
-    except IpcError as exc:
-        raise ToolError(str(exc)) from exc
-    except DaemonUnavailable as exc:
-        raise ToolError(f"the volee daemon is not reachable: {exc}") from exc
+    """This session's agent (a ToolError when it is not one volee launched)."""
+    session = SESSION.get()
+    if not session.agent:
+        raise ToolError(session.why_unknown)
+    return session.agent
 
 
 async def ask(method: str, **params: Any) -> Any:
-    """One daemon request, off the event loop."""
+    """One request to the daemon's methods, as the session's connection."""
     clean = {k: v for k, v in params.items() if v is not None}
-    return await anyio.to_thread.run_sync(_request, method, clean)
+    try:
+        return await SESSION.get().call(method, clean)
+    except IpcError as exc:
+        raise ToolError(str(exc)) from exc
 
 
 def _brief(message: dict[str, Any]) -> dict[str, Any]:
@@ -174,7 +183,51 @@ def build_server() -> MCPServer:
     return server
 
 
-def run() -> int:
-    """Serve on stdio until the client hangs up."""
-    build_server().run("stdio")
-    return 0
+_SERVER: MCPServer | None = None
+
+
+def server() -> MCPServer:
+    """The one server of the daemon (built at the first session)."""
+    global _SERVER
+    if _SERVER is None:
+        _SERVER = build_server()
+    return _SERVER
+
+
+class _Lines:
+    """The session's incoming lines as the text file ``stdio_server`` reads."""
+
+    def __init__(self, lines: AsyncIterator[bytes]) -> None:
+        self._lines = lines
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._lines.__anext__()
+        return line.decode("utf-8", "replace")
+
+
+class _Out:
+    """The session's outgoing side as the text file ``stdio_server`` writes."""
+
+    def __init__(self, write: Callable[[bytes], Awaitable[None]]) -> None:
+        self._write = write
+
+    async def write(self, text: str) -> None:
+        await self._write(text.encode())
+
+    async def flush(self) -> None:
+        return None
+
+
+async def serve(
+    session: Session, lines: AsyncIterator[bytes], write: Callable[[bytes], Awaitable[None]]
+) -> None:
+    """Serve one MCP session (JSON-RPC lines in and out) until its lines end."""
+    SESSION.set(session)
+    low = server()._lowlevel_server
+    stdin = cast(anyio.AsyncFile[str], _Lines(lines))
+    stdout = cast(anyio.AsyncFile[str], _Out(write))
+    async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
+        await low.run(read_stream, write_stream, low.create_initialization_options())

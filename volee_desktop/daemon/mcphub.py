@@ -1,0 +1,128 @@
+"""The daemon's MCP side: one ``mcp`` SDK server for the sessions every agent's relay opens.
+
+An agent's harness starts ``mcp/relay.py`` (stdlib only, ``-I -S``), which sends
+``mcp.session`` and then relays its stdio: the rest of that connection is one MCP
+session, served by ``mcp/server.py``'s tools.  Each tool runs the daemon's own methods
+*on the relay's connection*, so whatever the daemon decides from a connection (its
+caller) holds for the MCP tools too.  The SDK is imported at the first session (it
+costs about 40 MB and half a second of CPU), in a thread.
+
+Who the session speaks for: the ``agent`` the relay sends (its ``VOLEE_AGENT``), but
+never the person or volee itself; deciding it from the connection's process ancestry is
+issue 11's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from ..core.model import HUMAN, VOLEE
+from ..ipc.protocol import ErrorCode, IpcError
+from ..ipc.server import Connection, Takeover
+
+if TYPE_CHECKING:
+    from .main import Daemon
+
+log = logging.getLogger(__name__)
+
+#: An MCP message longer than this closes the session (volee's tools exchange a few KiB).
+MAX_LINE = 8 << 20
+_CHUNK = 64 * 1024
+
+
+async def lines_of(rest: bytes, reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
+    """The non-empty lines of ``rest`` followed by the reader's bytes, until EOF."""
+    buf = bytearray(rest)
+    while True:
+        while True:
+            nl = buf.find(b"\n")
+            if nl < 0:
+                break
+            line = bytes(buf[:nl])
+            del buf[: nl + 1]
+            if line.strip():
+                yield line
+        if len(buf) > MAX_LINE:
+            log.warning("an MCP relay sent a line over %d bytes; closing its session", MAX_LINE)
+            return
+        data = await reader.read(_CHUNK)
+        if not data:
+            return
+        buf += data
+
+
+class McpHub:
+    """``mcp.session``: the sessions of the agents' relays."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.live = 0
+        self.opened = 0
+
+    def install(self) -> None:
+        self.daemon.api.add("mcp.session", self.api_session)
+        self.daemon.status_parts["mcp"] = self.status
+
+    def status(self) -> dict[str, int]:
+        return {"sessions": self.live, "opened": self.opened}
+
+    async def api_session(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        agent = params.get("agent")
+        if agent is not None and not isinstance(agent, str):
+            raise IpcError(ErrorCode.BAD_REQUEST, "parameter 'agent' must be a string or null")
+        why = None
+        if agent in (HUMAN, VOLEE):
+            why = (
+                f"VOLEE_AGENT={agent} is not an agent: volee's MCP tools speak only for the "
+                "agent that runs them, never for the person or volee"
+            )
+            agent = None
+
+        async def serve(conn: Connection, rest: bytes, reader: asyncio.StreamReader) -> None:
+            await self.serve(conn, rest, reader, agent or None, why)
+
+        return Takeover({"session": True}, serve)
+
+    async def serve(
+        self,
+        conn: Connection,
+        rest: bytes,
+        reader: asyncio.StreamReader,
+        agent: str | None,
+        why: str | None,
+    ) -> None:
+        module: Any = await asyncio.to_thread(importlib.import_module, "volee_desktop.mcp.server")
+
+        async def call(method: str, params: dict[str, Any]) -> Any:
+            return await self.daemon.api(conn, method, params)
+
+        session = module.Session(agent, call) if why is None else module.Session(agent, call, why)
+        self.live += 1
+        self.opened += 1
+        try:
+            await module.serve(session, lines_of(rest, reader), conn.write_raw)
+        except (ConnectionError, OSError) as exc:
+            log.debug("MCP session of %s ended: %s", agent, exc)
+        finally:
+            self.live -= 1
+
+
+async def install(daemon: Daemon) -> None:
+    """RUNNER_FACTORIES entry."""
+    hub = McpHub(daemon)
+    hub.install()
+    daemon.mcp = hub  # type: ignore[attr-defined]
+
+
+def _register() -> None:
+    from .main import RUNNER_FACTORIES
+
+    if install not in RUNNER_FACTORIES:
+        RUNNER_FACTORIES.append(install)
+
+
+_register()
