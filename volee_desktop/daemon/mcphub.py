@@ -20,7 +20,8 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from ..core.model import HUMAN, VOLEE
+from ..core import events as ev
+from ..core.model import HUMAN, VOLEE, Harness
 from ..ipc.protocol import ErrorCode, IpcError
 from ..ipc.server import Connection, Takeover
 
@@ -62,10 +63,28 @@ class McpHub:
         self.daemon = daemon
         self.live = 0
         self.opened = 0
+        self._loading: asyncio.Future[Any] | None = None
 
     def install(self) -> None:
         self.daemon.api.add("mcp.session", self.api_session)
         self.daemon.status_parts["mcp"] = self.status
+        self.daemon.service.listen(self._on_event)
+
+    def _on_event(self, _seq: int, event: ev.Event) -> None:
+        # A Claude Code agent starting will open a session in a moment: load the SDK now, so
+        # that its tools are there by the time it asks (Claude Code lists them at start).
+        if isinstance(event, ev.HostStarted) and self._loading is None:
+            agent = self.daemon.service.registry.agents.get(event.agent)
+            if agent is not None and agent.harness is Harness.CLAUDE:
+                self.daemon.spawn_task(self.sdk(), "mcp-sdk")
+
+    async def sdk(self) -> Any:
+        """``mcp/server.py`` (with the SDK), imported once, in a thread."""
+        if self._loading is None:
+            self._loading = asyncio.ensure_future(
+                asyncio.to_thread(importlib.import_module, "volee_desktop.mcp.server")
+            )
+        return await asyncio.shield(self._loading)
 
     def status(self) -> dict[str, int]:
         return {"sessions": self.live, "opened": self.opened}
@@ -95,7 +114,7 @@ class McpHub:
         agent: str | None,
         why: str | None,
     ) -> None:
-        module: Any = await asyncio.to_thread(importlib.import_module, "volee_desktop.mcp.server")
+        module = await self.sdk()
 
         async def call(method: str, params: dict[str, Any]) -> Any:
             return await self.daemon.api(conn, method, params)
