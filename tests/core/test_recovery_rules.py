@@ -239,6 +239,35 @@ def test_m38_a_signal_is_never_success_and_a_non_zero_code_is_a_crash() -> None:
     assert ok.state is AgentState.STOPPED
 
 
+def test_a_program_that_exits_with_an_error_before_reporting_anything_failed_to_launch() -> None:
+    # codex exits with a usage error on a mode it does not take: restarting it fails the same.
+    output = (
+        "error: invalid value 'untrusted' for '--ask-for-approval <APPROVAL_POLICY>'\n"
+        "  [possible values: on-request, never]\n\n"
+        "For more information, try '--help'.\n\n"
+    )
+    d = crash(working_agent(state=AgentState.LAUNCHING), signal=None, code=2, output=output)
+    assert d.restart is None
+    assert d.state is AgentState.FAILED
+    assert d.detail == (
+        "could not start: exited with code 2: "
+        "error: invalid value 'untrusted' for '--ask-for-approval <APPROVAL_POLICY>'"
+    )
+    plain = crash(
+        working_agent(state=AgentState.LAUNCHING), signal=None, code=1, output="Not logged in\n"
+    )
+    assert plain.detail == "could not start: exited with code 1: Not logged in"
+    bare = crash(working_agent(state=AgentState.LAUNCHING), signal=None, code=2)
+    assert (bare.restart, bare.detail) == (None, "could not start: exited with code 2")
+
+
+def test_a_launch_killed_by_a_signal_is_still_restarted() -> None:
+    d = crash(working_agent(state=AgentState.LAUNCHING), signal="SIGKILL")
+    assert d.restart is not None
+    ok = crash(working_agent(state=AgentState.LAUNCHING), signal=None, code=0)
+    assert (ok.restart, ok.state) == (None, AgentState.STOPPED)
+
+
 def test_m38_a_crash_outside_a_turn_fails_without_a_restart() -> None:
     d = crash(working_agent(state=AgentState.IDLE))
     assert d.restart is None

@@ -168,3 +168,38 @@ def test_two_attaches_at_once_type_resize_and_detach(volee: Volee) -> None:
         one.close()
         two.close()
     assert volee.agent("f2")["live"]
+
+
+def test_a_program_that_exits_with_a_usage_error_at_once_failed_to_launch_and_is_not_restarted(
+    tmp_path: Path,
+) -> None:
+    # A codex that answers --version and --help like 0.171.0 but refuses its arguments.
+    samples = Path(__file__).resolve().parents[1] / "harness" / "samples"
+    codex = tmp_path / "codex"
+    codex.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in\n'
+        '  --version) echo "codex-cli 0.171.0";;\n'
+        f'  --help) cat "{samples / "codex-0.171.0-help.txt"}";;\n'
+        "  *) echo \"error: unexpected argument '--frobnicate' found\" >&2\n"
+        "     echo \"For more information, try '--help'.\" >&2; exit 2;;\n"
+        "esac\n"
+    )
+    codex.chmod(0o755)
+    (tmp_path / "p").mkdir()
+    env = {**os.environ, "VOLEE_CODEX_BIN": str(codex), "VOLEE_CLAUDE_BIN": str(FAKE_CLAUDE)}
+    rig = Volee(tmp_path / "vh", env)
+    rig.start()
+    try:
+        rig.cli(
+            "spawn", "--harness", "codex", "--cwd", str(tmp_path / "p"), "--name", "cx", "--", "hi"
+        )
+
+        failed = rig.wait_state("cx", "failed", timeout=20)
+        assert failed["detail"] == (
+            "could not start: exited with code 2: error: unexpected argument '--frobnicate' found"
+        )
+        timeline = rig.cli("timeline", "cx").stdout
+        assert "automatic restart" not in timeline
+    finally:
+        rig.close()

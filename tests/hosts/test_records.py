@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -126,6 +127,30 @@ def test_exit_fields_decode_wait_statuses() -> None:
     killed.returncode = -9
     fields = recordio.exit_fields(status)
     assert (fields["code"], fields["signal"], fields["signal_name"]) == (None, 9, "SIGKILL")
+
+
+def test_a_death_by_an_unnamed_signal_is_named_and_never_an_exit() -> None:
+    # Real-time signals have no name in Python's signal.Signals: read as an ordinary exit, a
+    # program killed by SIGRTMIN+6 was "stopped · exited", with no restart and no failure.
+    number = signal.SIGRTMIN + 6
+    killed = subprocess.Popen([sys.executable, "-c", f"import os; os.kill(os.getpid(), {number})"])
+    _, status = os.waitpid(killed.pid, 0)
+    killed.returncode = -number
+    fields = recordio.exit_fields(status)
+    assert (fields["code"], fields["signal"], fields["signal_name"]) == (
+        None,
+        number,
+        "SIGRTMIN+6",
+    )
+    # A record written before (signal without a name) still says it was killed.
+    old = ExitStatus(code=None, signal=number, signal_name=None, ended_at=1.0)
+    assert old.killed_by == "SIGRTMIN+6"
+    assert not old.success
+    assert ExitStatus(code=None, signal=77, signal_name=None, ended_at=1.0).killed_by in (
+        "signal 77",
+        f"SIGRTMIN+{77 - signal.SIGRTMIN}",
+    )
+    assert ExitStatus(code=3, signal=None, signal_name=None, ended_at=1.0).killed_by is None
 
 
 def test_a_missing_record_is_none(tmp_path: Path) -> None:

@@ -346,6 +346,15 @@ class ExitDecision:
         return out
 
 
+def launch_failed_words(why: str, output: str) -> str:
+    """ "could not start: exited with code 2: error: invalid value 'untrusted' for …": the last
+    line of ``output`` that names an error, else its last line."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()]
+    said = (errors or lines or [""])[-1]
+    return f"could not start: {why}: {said}" if said else f"could not start: {why}"
+
+
 def restart_words(why: str, delay: float, attempt: int, budget: int) -> str:
     """ "killed by SIGKILL; continuing in 5 s (automatic restart 2 of 3)"."""
     return f"{why}; continuing in {_delay_words(delay)} (automatic restart {attempt} of {budget})"
@@ -383,11 +392,25 @@ def decide_exit(
     now: float,
     policy: Policy,
     mission: Mission | None = None,
+    output: str = "",
 ) -> ExitDecision:
-    """A program ended while the daemon runs: a plain end, or a crash that is restarted (M38)."""
+    """A program ended while the daemon runs: a plain end, or a crash that is restarted (M38).
+
+    A program that exits with an error code before it ever reported anything (still
+    ``launching``: a usage error, a bad flag, a missing login) failed to launch: it would
+    fail the same way again, so it is not restarted, and ``output`` (its last line) says why.
+    """
     during = was_working(agent.state)
     exited = ev.ProgramExited(at=now, agent=agent.id, code=code, signal=signal, during_turn=during)
     held = agent.held is not None or stop_requested or mission_over(agent, mission)
+    if not held and agent.state is AgentState.LAUNCHING and signal is None and code:
+        return ExitDecision(
+            agent=agent.id,
+            events_before=(exited,),
+            restart=None,
+            state=AgentState.FAILED,
+            detail=launch_failed_words(exited.description, output),
+        )
     if held:
         detail = agent.detail if agent.state is AgentState.STOPPED and agent.detail else None
         return ExitDecision(

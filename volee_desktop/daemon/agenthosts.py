@@ -338,7 +338,7 @@ def exit_events(agent: Agent, record: HostRecord, at: float) -> list[ev.Event]:
         at=at,
         agent=agent.id,
         code=status.code,
-        signal=status.signal_name,
+        signal=status.killed_by,
         during_turn=during,
     )
     events: list[ev.Event] = [exited]

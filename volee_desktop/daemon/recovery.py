@@ -27,6 +27,7 @@ from ..core.model import VOLEE, Agent, MessageKind, Mission
 from ..core.states import AgentState
 from ..harness.base import Error as HarnessError
 from ..hosts.errors import Error as HostsError
+from ..hosts.launcher import HostClient
 from ..hosts.records import HostRecord, host_alive, same_boot
 from .agents import launch_settings
 from .errors import Refused
@@ -220,14 +221,19 @@ class RecoveryRunner:
                 return
             await self._vanished(fresh, record)
             return
+        output = ""
+        if fresh.state is AgentState.LAUNCHING and status.code:
+            # Exited before it reported anything: what it printed says why (a usage error).
+            output = await asyncio.to_thread(last_output, record)
         decision = rules.decide_exit(
             fresh,
             code=status.code,
-            signal=status.signal_name,
+            signal=status.killed_by,
             stop_requested=status.stop_requested,
             now=self.clock.now(),
             policy=self.policy,
             mission=self._mission(fresh),
+            output=output,
         )
         await self._commit(decision.events())
 
@@ -467,6 +473,16 @@ class RecoveryRunner:
             await self.agents.post(parent, VOLEE, text, MessageKind.NOTICE)
         except Refused as exc:
             log.warning("could not tell %s: %s", parent.name, exc)
+
+
+def last_output(record: HostRecord, lines: int = 20) -> str:
+    """The last lines the program printed, from its host while it lingers ("" when gone)."""
+    if not record.socket:
+        return ""
+    try:
+        return HostClient(record.socket, timeout=2.0).screen(lines)
+    except (HostsError, OSError, ValueError, KeyError):
+        return ""
 
 
 async def install(daemon: Daemon) -> None:

@@ -120,14 +120,23 @@ def pid_exists(pid: int) -> bool:
     return not is_zombie(pid)
 
 
+def signal_words(number: int) -> str:
+    """A signal's name, also for those Python has no name for: ``SIGRTMIN+6``, ``signal 77``."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        pass
+    low, high = getattr(signal, "SIGRTMIN", None), getattr(signal, "SIGRTMAX", None)
+    if low is not None and high is not None and low <= number <= high:
+        return f"SIGRTMIN+{number - low}"
+    return f"signal {number}"
+
+
 def exit_fields(wait_status: int) -> dict[str, object]:
     """Decode a waitpid() status: a code, or the signal that killed the program."""
     code = os.waitstatus_to_exitcode(wait_status)
     if code < 0:
-        try:
-            name: str | None = signal.Signals(-code).name
-        except ValueError:
-            name = None
+        name = signal_words(-code)
         return {"code": None, "signal": -code, "signal_name": name, "ended_at": time.time()}
     return {"code": code, "signal": None, "signal_name": None, "ended_at": time.time()}
 

@@ -44,6 +44,18 @@ class ExitStatus:
         """True only for exit code 0; a death by signal is never success."""
         return self.signal is None and self.code == 0
 
+    @property
+    def killed_by(self) -> str | None:
+        """The signal that killed the program, in words, named or not (None: it exited).
+
+        Records written before volee named real-time signals have ``signal`` without
+        ``signal_name``: a death by signal must never read as an ordinary exit."""
+        if self.signal is None:
+            return self.signal_name
+        if self.signal_name:
+            return self.signal_name
+        return recordio.signal_words(self.signal)
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ExitStatus:
         """Build from a record's ``exit`` object."""
