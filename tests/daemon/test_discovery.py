@@ -360,3 +360,37 @@ async def test_a_listed_session_whose_pid_is_dead_is_not_taken_for_a_live_one(
     answer = await _call(daemon, "discovery.refresh")
     assert answer == {"listed": True, "events": 0}
     assert daemon.service.registry.agents == {}
+
+
+async def test_a_client_is_interactive_only_while_it_says_someone_looks(
+    listed_daemon: tuple[Daemon, Path],
+) -> None:
+    daemon, _ = listed_daemon
+    discovery = daemon.discovery  # type: ignore[attr-defined]
+    client = await AsyncClient.connect(daemon.dirs.socket)
+
+    async def interactive_becomes(n: int) -> None:
+        deadline = time.monotonic() + 5
+        while discovery.interactive != n and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert discovery.interactive == n
+
+    try:
+        await client.call("subscribe", {"since": None, "interactive": False})
+        await interactive_becomes(0)
+        listings = discovery.listings
+        await client.call("subscribe.interactive", {"interactive": True})
+        await interactive_becomes(1)
+        deadline = time.monotonic() + 5
+        while discovery.listings == listings and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert discovery.listings > listings  # someone looks: a listing at once
+        await client.call("subscribe.interactive", {"interactive": True})  # said twice
+        await interactive_becomes(1)
+        await client.call("subscribe.interactive", {"interactive": False})
+        await interactive_becomes(0)
+        await client.call("subscribe.interactive", {"interactive": True})
+        await interactive_becomes(1)
+    finally:
+        await client.close()
+    await interactive_becomes(0)  # a closed connection looks at nothing

@@ -67,6 +67,7 @@ class FakeDaemonLink:
     listener: LinkListener | None = None
     log: list[tuple[int, ev.Event]] = field(default_factory=list)
     subscriptions: int = 0
+    interactive: list[bool] = field(default_factory=list)  # what set_interactive was told
     closed: bool = False
     now: float = T0
 
@@ -90,6 +91,9 @@ class FakeDaemonLink:
             for seq, event in self.log:
                 if seq > since:
                     listener.on_event(seq, event)
+
+    async def set_interactive(self, on: bool) -> None:
+        self.interactive.append(on)
 
     async def close(self) -> None:
         self.closed = True

@@ -28,6 +28,7 @@ from .errors import LinkError
 from .icons import IconCache, Svgs
 from .link import DaemonLink
 from .live import Change, Connection, LiveRegistry
+from .looking import Looking
 from .notifier import NotificationCenter, NotificationSink, default_sinks
 from .notify_policy import Kind, Notice, NotifySettings
 from .panel import AgentPanel
@@ -97,6 +98,10 @@ class AppController(QObject):
         self.has_tray = use_tray
         self.panel = AgentPanel(self.model, popup=use_tray)
         self.panel.setWindowIcon(self.icons.app_icon())
+        # The daemon's discovery lists often for this app only while someone looks at it.
+        self.looking = Looking(self)
+        self.looking.watch(self.panel)
+        self.looking.changed.connect(self._looking_changed)
         self.windows: dict[str, AgentWindow] = {}
         self.approvals: dict[str, ApprovalDialog] = {}
         self.dialogs: list[QWidget] = []
@@ -143,7 +148,12 @@ class AppController(QObject):
     async def attach(self, link: DaemonLink) -> None:
         """Use ``link``: subscribe to the live feed (snapshot, then events)."""
         self.link = link
+        await link.set_interactive(self.looking.on)
         await link.subscribe(self.live, None)
+
+    def _looking_changed(self, on: bool) -> None:
+        if self.link is not None:
+            self.tasks.spawn(self.link.set_interactive(on), "tell the daemon who looks")
 
     def _resync(self) -> None:
         if self.link is not None:
@@ -290,6 +300,7 @@ class AppController(QObject):
             window.send.connect(self.send)
             window.refresh.connect(self.refresh_output)
             window.closed.connect(self._window_closed)
+            self.looking.watch(window)
             window.refresh_timer.timeout.connect(lambda a=agent_id: self.refresh_output(a))
             self.windows[agent_id] = window
         return window

@@ -6,6 +6,11 @@ event with its sequence number, in order).  ``IpcDaemonLink`` is the real one
 over ``volee_desktop.ipc.aclient.AsyncClient``; it reconnects by itself and
 resumes the feed with ``since=<last seq>`` so that no event is lost.  Tests use
 ``tests/ui/fakes.py: FakeDaemonLink``.
+
+The feed is *interactive* (the daemon's discovery lists often for it) only while
+someone looks: ``set_interactive`` follows the list and the agent windows, and a
+reconnection keeps what it was.  With only the icon showing, the app follows
+events and asks for nothing.
 """
 
 from __future__ import annotations
@@ -70,6 +75,11 @@ class DaemonLink(Protocol):
         """
         ...
 
+    async def set_interactive(self, on: bool) -> None:
+        """Someone looks (the list or an agent window is open) or no longer does: only then
+        does the daemon's discovery keep its short cadence for this app."""
+        ...
+
     async def close(self) -> None:
         """Stop the feed and disconnect (the daemon keeps running)."""
         ...
@@ -106,6 +116,7 @@ class IpcDaemonLink:
         self._parts: dict[int, str] = {}
         self._parts_wanted: int | None = None
         self._parts_done: asyncio.Future[str] | None = None
+        self._interactive = False
 
     @classmethod
     async def connect(cls, path: Path | None = None) -> IpcDaemonLink:
@@ -136,6 +147,18 @@ class IpcDaemonLink:
         if self._watch is None:
             self._watch = asyncio.get_running_loop().create_task(self._watch_connection())
 
+    async def set_interactive(self, on: bool) -> None:
+        if on == self._interactive:
+            return
+        self._interactive = on
+        if self._listener is None:
+            return  # the subscription will say it
+        try:
+            await self.call("subscribe.interactive", {"interactive": on})
+        except LinkError as exc:
+            # An older daemon, or the link is down (the next subscription carries it).
+            log.debug("could not tell the daemon interactive=%s: %s", on, exc)
+
     async def close(self) -> None:
         self._closed = True
         if self._watch is not None:
@@ -162,7 +185,8 @@ class IpcDaemonLink:
         self._unsubscribe.append(self._client.on_push("snapshot", self._on_push_snapshot))
         self._unsubscribe.append(self._client.on_push("notice", self._on_push_notice))
         try:
-            result = await self.call("subscribe", {"since": since, "interactive": True})
+            params = {"since": since, "interactive": self._interactive}
+            result = await self.call("subscribe", params)
             registry = await self._snapshot_of(result)
         except BaseException:
             self._early = None

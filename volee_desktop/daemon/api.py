@@ -85,12 +85,16 @@ class Api:
         self._feeds: weakref.WeakKeyDictionary[Connection, asyncio.Task[Any]] = (
             weakref.WeakKeyDictionary()
         )
+        # The connections of interactive clients (someone looks at the list): discovery keeps
+        # its short cadence while there is one.
+        self._interactive: weakref.WeakSet[Connection] = weakref.WeakSet()
         self.methods: dict[str, Method] = {
             "agents.list": self.agents_list,
             "agents.get": self.agents_get,
             "agents.timeline": self.agents_timeline,
             "hook": self.hook,
             "subscribe": self.subscribe,
+            "subscribe.interactive": self.subscribe_interactive,
             "daemon.status": self.daemon_status,
             "daemon.stop": self.daemon_stop,
         }
@@ -238,14 +242,11 @@ class Api:
             finally:
                 remove()
 
-        # Discovery lists at once for a new interactive client and knows when none is left.
         async def watch_close() -> None:
             try:
                 await conn.wait_closed()
             finally:
                 remove()
-                if interactive and self.daemon.on_interactive_end is not None:
-                    self.daemon.on_interactive_end()
 
         def after() -> None:
             # Two feeds on one connection would push every event twice: end the older one
@@ -253,14 +254,40 @@ class Api:
             older = self._feeds.pop(conn, None)
             if older is not None:
                 older.cancel()
-            if interactive and self.daemon.on_interactive is not None:
-                self.daemon.on_interactive()
+            self.set_interactive(conn, interactive)
             task = self.daemon.spawn_task(pump(), "subscription")
             closer = self.daemon.spawn_task(watch_close(), "subscription-close")
             closer.add_done_callback(lambda _t: task.cancel())
             self._feeds[conn] = closer
 
         return Reply(result, after=after)
+
+    async def subscribe_interactive(self, conn: Connection, params: dict[str, Any]) -> Any:
+        """Whether someone looks at what this client shows (the tray's list or an agent
+        window is open): discovery lists at once and keeps its short cadence meanwhile."""
+        on = _bool(params, "interactive", True)
+        self.set_interactive(conn, on)
+        return {"interactive": on}
+
+    def set_interactive(self, conn: Connection, on: bool) -> None:
+        """Count ``conn`` as an interactive client or not, until it closes."""
+        if on == (conn in self._interactive):
+            return
+        if not on:
+            self._interactive.discard(conn)
+            if self.daemon.on_interactive_end is not None:
+                self.daemon.on_interactive_end()
+            return
+        self._interactive.add(conn)
+        # Discovery lists at once for a new interactive client and knows when none is left.
+        if self.daemon.on_interactive is not None:
+            self.daemon.on_interactive()
+
+        async def until_closed() -> None:
+            await conn.wait_closed()
+            self.set_interactive(conn, False)
+
+        self.daemon.spawn_task(until_closed(), "interactive-close")
 
     async def _push_event(self, conn: Connection, seq: int, event: Event) -> bool:
         return await conn.push("event", {"seq": seq, "event": event_to_dict(event)})
