@@ -46,6 +46,11 @@ def test_the_stored_strings_are_the_closed_sets(tmp_path: Path) -> None:
     assert started == ["launch", "resume", "restart", "relaunch"]
     assert decided == ["resume", "relaunch", "stopped", "held", "failed"]
     assert stopped == ["human", "human"]
+    # The strings come back as the closed sets' members, with no upcaster.
+    assert all(isinstance(how, ev.LinkKind) for how in linked)
+    assert all(isinstance(how, ev.StartKind) for how in started)
+    assert all(isinstance(outcome, ev.RecoveryOutcome) for outcome in decided)
+    assert all(isinstance(by, ev.Stopper) for by in stopped)
 
 
 def test_the_replayed_registry_equals_the_stored_snapshot(tmp_path: Path) -> None:

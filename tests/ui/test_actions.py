@@ -155,3 +155,12 @@ def test_an_open_output_view_follows_the_agent(
     window = controller.windows[a]
     qtbot.waitUntil(lambda: "new line" in window.output.toPlainText(), timeout=3000)
     assert link.methods().count("agents.screen") == screens + 1
+
+
+def test_the_panel_offers_every_action_once() -> None:
+    from volee_desktop.app.actions import Action
+    from volee_desktop.app.panel import ACTIONS, EXTRA_ACTIONS
+
+    names = [a for a, _, _ in ACTIONS] + [a for a, _ in EXTRA_ACTIONS]
+    assert sorted(names) == sorted(Action)
+    assert [str(a) for a in ACTIONS[0][:1]] == ["open"]  # the names stay the strings they were

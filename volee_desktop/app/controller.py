@@ -21,6 +21,7 @@ from volee_desktop.core.model import Location
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import AgentState
 
+from .actions import OPENS_A_WINDOW, Action
 from .agent_model import AgentListModel
 from .agent_window import AgentWindow
 from .approval import ApprovalDialog
@@ -39,7 +40,6 @@ from .tray import Tray
 
 log = logging.getLogger(__name__)
 
-OPENS_A_WINDOW = frozenset({"open", "output", "terminal", "reply", "timeline"})
 OUTPUT_REFRESH_MS = 1000  # an open output view follows the agent, at most once a second
 
 TerminalOpener = Callable[[str], "list[str] | None"]
@@ -238,21 +238,23 @@ class AppController(QObject):
 
     def run_action(self, name: str, agent_id: str) -> None:
         """Carry out one of the panel's actions on an agent."""
-        handlers: dict[str, Callable[[str], None]] = {
-            "open": self.open_agent,
-            "output": self.show_output,
-            "terminal": self.open_terminal,
-            "reply": self.reply_to,
-            "stop": lambda a: self._call("agents.stop", {"agent": a}),
-            "resume": lambda a: self._call("agents.resume", {"agent": a}),
-            "forget": self.forget,
-            "timeline": self.show_timeline,
+        handlers: dict[Action, Callable[[str], None]] = {
+            Action.OPEN: self.open_agent,
+            Action.OUTPUT: self.show_output,
+            Action.TERMINAL: self.open_terminal,
+            Action.REPLY: self.reply_to,
+            Action.STOP: lambda a: self._call("agents.stop", {"agent": a}),
+            Action.RESUME: lambda a: self._call("agents.resume", {"agent": a}),
+            Action.FORGET: self.forget,
+            Action.TIMELINE: self.show_timeline,
         }
-        handler = handlers.get(name)
-        if handler is None:
+        try:
+            action = Action(name)
+        except ValueError:
             log.warning("unknown action %r", name)
             return
-        if self.has_tray and name in OPENS_A_WINDOW:
+        handler = handlers[action]
+        if self.has_tray and action in OPENS_A_WINDOW:
             self.panel.hide()  # a popup must not cover the window it opens
         handler(agent_id)
 
@@ -265,7 +267,7 @@ class AppController(QObject):
             argv = self._terminal(agent_id)
             if argv is not None:
                 log.info("opened agent %s in a terminal: %s", agent_id, " ".join(argv))
-                self.opened.emit(agent_id, "terminal")
+                self.opened.emit(agent_id, Action.TERMINAL)
                 return
         self.show_output(agent_id)
 
@@ -280,7 +282,7 @@ class AppController(QObject):
             self.show_output(agent_id)
             return
         log.info("opened agent %s in a terminal: %s", agent_id, " ".join(argv))
-        self.opened.emit(agent_id, "terminal")
+        self.opened.emit(agent_id, Action.TERMINAL)
 
     def _terminal(self, agent_id: str) -> list[str] | None:
         try:
@@ -323,7 +325,7 @@ class AppController(QObject):
             window.focus_reply()
         self.refresh_output(agent_id)
         log.info("opened agent %s: output view", agent_id)
-        self.opened.emit(agent_id, "output")
+        self.opened.emit(agent_id, Action.OUTPUT)
 
     def reply_to(self, agent_id: str) -> None:
         window = self._window(agent_id)
@@ -335,7 +337,7 @@ class AppController(QObject):
         window.focus_reply()
         self.refresh_output(agent_id)
         log.info("opened agent %s: reply box", agent_id)
-        self.opened.emit(agent_id, "reply")
+        self.opened.emit(agent_id, Action.REPLY)
 
     def refresh_output(self, agent_id: str) -> None:
         async def fetch() -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from volee_desktop.core import events as ev
+from volee_desktop.core.events import RecoveryOutcome
 from volee_desktop.core.model import Agent, MissionStatus
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import AgentState
@@ -36,7 +37,7 @@ PER_SUBJECT = 10.0
 SETTLE = 0.1  # events pushed together are released together (and may become a summary)
 STALE = 600.0  # facts replayed after a reconnect that are older than this are not news
 
-NOT_NEWS_OUTCOMES = frozenset({"resume", "relaunch"})
+NOT_NEWS_OUTCOMES = frozenset({RecoveryOutcome.RESUME, RecoveryOutcome.RELAUNCH})
 
 
 class Kind(StrEnum):

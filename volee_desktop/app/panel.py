@@ -44,22 +44,23 @@ from PySide6.QtWidgets import (
 
 from volee_desktop.core.model import Agent
 
+from .actions import Action
 from .agent_model import AgentFilter, AgentListModel, AgentRole, IdRole
 from .delegate import AgentDelegate
 from .texts import action_label, can_resume, can_stop
 
-# (action name, button text, shortcut)
-ACTIONS: tuple[tuple[str, str, str], ...] = (
-    ("open", "Open", "Return"),
-    ("reply", "Reply…", "Ctrl+R"),
-    ("stop", "Stop", "Ctrl+S"),
-    ("resume", "Resume", "Ctrl+E"),
-    ("timeline", "Timeline", "Ctrl+T"),
-    ("forget", "Forget…", "Ctrl+Delete"),
+# (action, button text, shortcut)
+ACTIONS: tuple[tuple[Action, str, str], ...] = (
+    (Action.OPEN, "Open", "Return"),
+    (Action.REPLY, "Reply…", "Ctrl+R"),
+    (Action.STOP, "Stop", "Ctrl+S"),
+    (Action.RESUME, "Resume", "Ctrl+E"),
+    (Action.TIMELINE, "Timeline", "Ctrl+T"),
+    (Action.FORGET, "Forget…", "Ctrl+Delete"),
 )
-EXTRA_ACTIONS: tuple[tuple[str, str], ...] = (
-    ("output", "Show recent output"),
-    ("terminal", "Attach in a terminal"),
+EXTRA_ACTIONS: tuple[tuple[Action, str], ...] = (
+    (Action.OUTPUT, "Show recent output"),
+    (Action.TERMINAL, "Attach in a terminal"),
 )
 _NATIVE = QKeySequence.SequenceFormat.NativeText
 REPAINT_MS = 20_000  # "3 min" in the rows moves on while the panel is open
@@ -103,7 +104,7 @@ class AgentPanel(QWidget):
         self.view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
-        self.view.doubleClicked.connect(lambda _: self.trigger("open"))
+        self.view.doubleClicked.connect(lambda _: self.trigger(Action.OPEN))
         self.view.selectionModel().currentChanged.connect(lambda *_: self._update_buttons())
         self.proxy.rowsInserted.connect(self._ensure_current)
         self.proxy.modelReset.connect(self._ensure_current)
@@ -135,7 +136,7 @@ class AgentPanel(QWidget):
             self.qactions[name] = qaction
         # Return is handled by the view and the filter box (eventFilter): the filter
         # box would otherwise swallow it.
-        self.qactions["open"].setShortcut(QKeySequence())
+        self.qactions[Action.OPEN].setShortcut(QKeySequence())
         find = QAction("Filter", self)
         find.setShortcut(QKeySequence("Ctrl+F"))
         find.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
@@ -235,10 +236,10 @@ class AgentPanel(QWidget):
             button.setEnabled(agent is not None)
         if agent is None:
             return
-        self.buttons["stop"].setEnabled(can_stop(agent))
-        self.buttons["resume"].setEnabled(can_resume(agent))
-        self.buttons["resume"].setText(action_label(agent))
-        self.qactions["resume"].setText(action_label(agent))
+        self.buttons[Action.STOP].setEnabled(can_stop(agent))
+        self.buttons[Action.RESUME].setEnabled(can_resume(agent))
+        self.buttons[Action.RESUME].setText(action_label(agent))
+        self.qactions[Action.RESUME].setText(action_label(agent))
 
     def _context_menu(self, pos: QPoint) -> None:
         index = self.view.indexAt(pos)
@@ -254,7 +255,7 @@ class AgentPanel(QWidget):
             return None
         menu = QMenu(self)
         for name, text, shortcut in ACTIONS:
-            item = menu.addAction(text if name != "resume" else action_label(agent))
+            item = menu.addAction(text if name is not Action.RESUME else action_label(agent))
             if shortcut:
                 item.setShortcut(QKeySequence(shortcut))
             item.setEnabled(self.buttons[name].isEnabled())
@@ -277,7 +278,7 @@ class AgentPanel(QWidget):
                 self._move(key)
                 return True
             if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
-                self.trigger("open")
+                self.trigger(Action.OPEN)
                 return True
             if key == Qt.Key.Key_Escape:
                 if self.filter.text():
@@ -287,7 +288,7 @@ class AgentPanel(QWidget):
                 return True
         elif watched is self.view:
             if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
-                self.trigger("open")
+                self.trigger(Action.OPEN)
                 return True
             if key == Qt.Key.Key_Escape:
                 self.hide()

@@ -10,6 +10,7 @@ never reads the clock).  The codec lives in ``store/codec.py``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import ClassVar
 
 from .model import (
@@ -26,6 +27,43 @@ from .model import (
     Verdict,
 )
 from .states import AgentState
+
+# --- closed sets of event fields (stored as their strings: old logs decode as they are) ----
+
+
+class LinkKind(StrEnum):
+    """How a session joined its agent (``SessionLinked.how``)."""
+
+    STARTED = "started"  # a new conversation of the agent
+    RESUMED = "resumed"  # the agent's conversation, resumed
+    CONTINUED = "continued"  # a follow-up session (/clear, a new or forked session)
+    MOVED = "moved"  # the agent's program moved to another session file
+    DISCOVERED = "discovered"  # found by discovery, not started by volee
+
+
+class StartKind(StrEnum):
+    """How a host started the agent's program (``HostStarted.how``)."""
+
+    LAUNCH = "launch"
+    RESUME = "resume"
+    RESTART = "restart"
+    RELAUNCH = "relaunch"
+
+
+class RecoveryOutcome(StrEnum):
+    """What recovery decided for an interrupted agent (``RecoveryDecided.outcome``)."""
+
+    RESUME = "resume"
+    RELAUNCH = "relaunch"
+    STOPPED = "stopped"
+    HELD = "held"
+    FAILED = "failed"
+
+
+class Stopper(StrEnum):
+    """Who stopped an agent (``StopRequested.by``)."""
+
+    HUMAN = "human"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,7 +112,7 @@ class SessionLinked(AgentEvent):
 
     TYPE = "session-linked"
     session: str
-    how: str = "started"
+    how: LinkKind = LinkKind.STARTED
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,7 +228,7 @@ class StopRequested(AgentEvent):
     """The human stopped the agent: it is held and volee does not resume it on its own."""
 
     TYPE = "stop-requested"
-    by: str = "human"
+    by: Stopper = Stopper.HUMAN
     reason: str = ""
 
 
@@ -214,7 +252,7 @@ class HostStarted(AgentEvent):
     host_pid: int
     program_pid: int | None = None
     automatic: bool = False
-    how: str = "launch"  # launch | resume | restart | relaunch
+    how: StartKind = StartKind.LAUNCH
     reason: str = ""
 
 
@@ -260,7 +298,7 @@ class RecoveryDecided(AgentEvent):
     """What volee decided for an interrupted agent, and why (recovery.md's table)."""
 
     TYPE = "recovery-decided"
-    outcome: str  # resume | relaunch | stopped | held | failed
+    outcome: RecoveryOutcome
     rule: int
     reason: str
     action: str | None = None  # resume | relaunch: offered to the person

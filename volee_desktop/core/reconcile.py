@@ -222,7 +222,9 @@ def _continued(batch: _Batch, sessions: list[ListedSession], prev: Listing, now:
         if session_key(agent.harness, agent.session) in current:
             continue  # its own session is still listed: this is another conversation
         group: list[ev.Event] = [
-            ev.SessionLinked(at=now, agent=agent.id, session=session.session, how="continued")
+            ev.SessionLinked(
+                at=now, agent=agent.id, session=session.session, how=ev.LinkKind.CONTINUED
+            )
         ]
         if watched(agent) and agent.location is not session.location:
             group.append(
@@ -287,7 +289,7 @@ def _moved_to_background(
             continue
         moved = max(candidates, key=lambda s: (s.started_at or 0.0, s.session))
         group: list[ev.Event] = [
-            ev.SessionLinked(at=now, agent=agent.id, session=moved.session, how="moved"),
+            ev.SessionLinked(at=now, agent=agent.id, session=moved.session, how=ev.LinkKind.MOVED),
             ev.LocationChanged(at=now, agent=agent.id, location=Location.BACKGROUND, pid=moved.pid),
         ]
         group += _state_events(agent, moved, listing, now)
@@ -348,7 +350,7 @@ def _listed(
         batch.emit(released, *_register(batch, session, now))
         return
     group: list[ev.Event] = [
-        ev.SessionLinked(at=now, agent=agent.id, session=session.session, how="resumed")
+        ev.SessionLinked(at=now, agent=agent.id, session=session.session, how=ev.LinkKind.RESUMED)
     ]
     group += _place(agent, session, now)
     group += _state_events(agent, session, listing, now)
@@ -380,7 +382,9 @@ def _register(batch: _Batch, session: ListedSession, now: float) -> list[ev.Even
             state=state,
             detail=detail,
         ),
-        ev.SessionLinked(at=now, agent=agent_id, session=session.session, how="discovered"),
+        ev.SessionLinked(
+            at=now, agent=agent_id, session=session.session, how=ev.LinkKind.DISCOVERED
+        ),
         ev.LocationChanged(at=now, agent=agent_id, location=session.location, pid=session.pid),
     ]
 
@@ -487,7 +491,7 @@ def _interrupted(agent_id: str, was: AgentState, now: float) -> list[ev.Event]:
         ev.RecoveryDecided(
             at=now,
             agent=agent_id,
-            outcome="stopped",
+            outcome=ev.RecoveryOutcome.STOPPED,
             rule=RULE_NOT_LAUNCHED,
             reason=NOT_RESUMED,
             action="resume",
@@ -518,7 +522,9 @@ def _dead_sessions(batch: _Batch, listing: Listing, now: float, max_age: float) 
             state=AgentState.STOPPED,
             detail=INTERRUPTED_DETAIL,
         )
-        linked = ev.SessionLinked(at=now, agent=agent_id, session=gone.session, how="discovered")
+        linked = ev.SessionLinked(
+            at=now, agent=agent_id, session=gone.session, how=ev.LinkKind.DISCOVERED
+        )
         events = _interrupted(agent_id, AgentState.WORKING, now)
         # Already stopped from registration: keep the interruption and the action only.
         batch.emit(registered, linked, events[0], events[2])

@@ -32,12 +32,12 @@ BUDGET_UPTIME = 60.0
 #: Boot times read from /proc are whole seconds; psutil's may carry a fraction.
 BOOT_TOLERANCE = 1.0
 
-# Outcomes of RecoveryDecided.
-RESUME = "resume"
-RELAUNCH = "relaunch"
-STOPPED = "stopped"
-HELD = "held"
-FAILED = "failed"
+# Outcomes of RecoveryDecided (resume and relaunch are also the actions offered to people).
+RESUME = ev.RecoveryOutcome.RESUME
+RELAUNCH = ev.RecoveryOutcome.RELAUNCH
+STOPPED = ev.RecoveryOutcome.STOPPED
+HELD = ev.RecoveryOutcome.HELD
+FAILED = ev.RecoveryOutcome.FAILED
 
 CONTINUE_TEXT = "Continue where you left off."
 
@@ -114,7 +114,7 @@ class Decision:
     cause: str
     was: AgentState
     rule: int
-    outcome: str
+    outcome: ev.RecoveryOutcome
     reason: str
     action: str | None
     state: AgentState
@@ -195,7 +195,7 @@ def decide_interrupted(
 
     def make(
         rule: int,
-        outcome: str,
+        outcome: ev.RecoveryOutcome,
         reason: str,
         state: AgentState,
         detail: str,

@@ -174,7 +174,7 @@ class AgentHosts:
                     at=at,
                     agent=agent.id,
                     session=plan.session_id,
-                    how="resumed" if how == "resume" else "started",
+                    how=ev.LinkKind.RESUMED if how == "resume" else ev.LinkKind.STARTED,
                 )
             )
         events.append(
@@ -184,7 +184,7 @@ class AgentHosts:
                 host_pid=host.host_pid,
                 program_pid=host.program_pid,
                 automatic=automatic,
-                how=how,
+                how=ev.StartKind(how),
                 reason=reason,
             )
         )

@@ -405,7 +405,9 @@ class AgentsRunner(AgentHosts):
     async def stop(self, agent: Agent, reason: str) -> None:
         """Hold the agent, cancel a waiting restart, end its program."""
         at = self.now()
-        events: list[ev.Event] = [ev.StopRequested(at=at, agent=agent.id, by=HUMAN, reason=reason)]
+        events: list[ev.Event] = [
+            ev.StopRequested(at=at, agent=agent.id, by=ev.Stopper.HUMAN, reason=reason)
+        ]
         if agent.restart is not None:
             events.append(ev.RestartCancelled(at=at, agent=agent.id, reason="stopped by you"))
         await self.service.commit(events)

@@ -262,9 +262,9 @@ def claude_style_events(
     tool_input = raw_input if isinstance(raw_input, dict) else None
 
     if session != agent.session:
-        how = "resumed" if payload.get("source") == "resume" else "started"
+        how = ev.LinkKind.RESUMED if payload.get("source") == "resume" else ev.LinkKind.STARTED
         if agent.sessions and payload.get("source") in ("clear", "compact"):
-            how = "continued"
+            how = ev.LinkKind.CONTINUED
         out.append(ev.SessionLinked(at=at, agent=a, session=session, how=how))
 
     if hook == "SessionStart":
@@ -318,7 +318,7 @@ def claude_style_events(
         reason = payload.get("reason")
         if reason == "prompt_input_exit":
             state(AgentState.STOPPED, left)
-            out.append(ev.StopRequested(at=at, agent=a, by="human", reason=left))
+            out.append(ev.StopRequested(at=at, agent=a, by=ev.Stopper.HUMAN, reason=left))
         elif agent.held:
             state(
                 AgentState.STOPPED,

@@ -140,14 +140,14 @@ def hook_events(agent: Agent, hook: str, payload: dict[str, Any], at: float) -> 
     if session and session != agent.session and hook != "session_shutdown":
         reason = payload.get("reason")
         how = (
-            "resumed"
+            ev.LinkKind.RESUMED
             if reason == "resume"
-            else "continued"
+            else ev.LinkKind.CONTINUED
             if reason in ("new", "fork")
-            else "started"
+            else ev.LinkKind.STARTED
         )
-        if how == "started" and agent.sessions:
-            how = "continued"
+        if how is ev.LinkKind.STARTED and agent.sessions:
+            how = ev.LinkKind.CONTINUED
         out.append(ev.SessionLinked(at=at, agent=a, session=session, how=how))
 
     if hook == "session_start":
@@ -173,7 +173,7 @@ def hook_events(agent: Agent, hook: str, payload: dict[str, Any], at: float) -> 
             return out  # pi switches sessions: a session_start follows
         if reason == "quit" and not signal:
             state(AgentState.STOPPED, LEFT_BY_PERSON)
-            out.append(ev.StopRequested(at=at, agent=a, by="human", reason=LEFT_BY_PERSON))
+            out.append(ev.StopRequested(at=at, agent=a, by=ev.Stopper.HUMAN, reason=LEFT_BY_PERSON))
         elif agent.held:
             state(
                 AgentState.STOPPED,
