@@ -326,6 +326,44 @@ def test_moved_to_background_the_agent_takes_the_background_session() -> None:
     assert len(after.agents) == 1
 
 
+def test_moved_to_background_after_the_wait_the_agent_takes_the_session_that_waited() -> None:
+    # Listing N: the terminal session and a background one that started 1 s before, which
+    # waits (it may be the terminal moving). Listing N+1: the terminal session is gone while its
+    # process runs: the waiting session is where it went, not a second agent.
+    registry = given(*watched_agent())
+    background = entry(
+        S2, pid=9100, kind="background", status="busy", id="bg7", state="running",
+        startedAt=int((NOW - 3) * 1000),
+    )  # fmt: skip
+    first = listing(entry(S1), background, taken_at=NOW - 2)
+    assert reconcile(registry, first, None, {25069, 9100}, NOW - 2) == []
+
+    events = reconcile(registry, listing(background), first, {25069, 9100}, NOW)
+
+    assert types(events)[:2] == ["session-linked", "location-changed"]
+    after = apply_all(registry, events)
+    agent = after.agents[A1]
+    assert (agent.session, agent.location, agent.pid) == (S2, Location.BACKGROUND, 9100)
+    assert len(after.agents) == 1
+
+
+def test_a_background_session_that_had_its_own_agent_is_never_taken_by_a_move() -> None:
+    # Listed long before the terminal session left: not where the terminal went.
+    registry = given(*watched_agent())
+    old = entry(
+        S2, pid=9100, kind="background", status="busy", id="bg7", state="running",
+        startedAt=int((NOW - 600) * 1000),
+    )  # fmt: skip
+    first = listing(entry(S1), old, taken_at=NOW - 2)
+    registry = apply_all(registry, reconcile(registry, first, None, {25069, 9100}, NOW - 2))
+    assert len(registry.agents) == 2
+
+    events = reconcile(registry, listing(old), first, {25069, 9100}, NOW)
+
+    assert "session-linked" not in types(events)
+    assert apply_all(registry, events).agents[A1].session == S1
+
+
 def test_a_background_session_beside_a_terminal_waits_before_becoming_an_agent() -> None:
     registry = given(*watched_agent())
     terminal = entry(S1)

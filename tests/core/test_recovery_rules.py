@@ -15,6 +15,8 @@ from volee_desktop.core.model import (
     MissionKind,
     MissionStatus,
     PendingRestart,
+    Request,
+    RequestKind,
 )
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import AgentState
@@ -266,6 +268,36 @@ def test_a_launch_killed_by_a_signal_is_still_restarted() -> None:
     assert d.restart is not None
     ok = crash(working_agent(state=AgentState.LAUNCHING), signal=None, code=0)
     assert (ok.restart, ok.state) == (None, AgentState.STOPPED)
+
+
+def test_m38_a_kill_while_waiting_for_a_permission_is_a_kill_mid_run_and_restarts() -> None:
+    asked = Request(
+        id="rq1", kind=RequestKind.PERMISSION, tool="Bash", summary="Bash: rm -rf build/"
+    )
+    agent = working_agent(state=AgentState.NEEDS_INPUT, request=asked)
+
+    d = crash(agent)
+
+    assert d.restart is not None
+    assert d.events_before[0].during_turn  # type: ignore[attr-defined]
+    assert d.restart.reason == (
+        "killed by SIGKILL while it waited for you (Bash: rm -rf build/); "
+        "that was never answered: ask again"
+    )
+    prompt = rules.continue_prompt(d.restart.reason)
+    assert "Bash: rm -rf build/" in prompt
+    assert "ask again" in prompt
+    assert prompt.endswith("Continue where you left off.")
+
+
+def test_m38_a_needs_input_that_asks_nothing_of_the_turn_is_not_a_run() -> None:
+    # Waiting at its prompt after the turn (a dialog, nothing asked mid-turn): not restarted.
+    notice = Request(id="rq2", kind=RequestKind.DIALOG, summary="Claude is waiting for your input")
+    d = crash(working_agent(state=AgentState.NEEDS_INPUT, request=notice))
+    assert d.restart is None
+    answered = Request(id="rq3", kind=RequestKind.PERMISSION, tool="Bash", answered="deny")
+    assert crash(working_agent(state=AgentState.NEEDS_INPUT, request=answered)).restart is None
+    assert crash(working_agent(state=AgentState.NEEDS_INPUT)).restart is None
 
 
 def test_m38_a_crash_outside_a_turn_fails_without_a_restart() -> None:

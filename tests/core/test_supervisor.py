@@ -526,3 +526,49 @@ def test_supervise_is_pure_it_changes_nothing_itself() -> None:
     before = replace(registry.missions[M1])
     supervise(registry, M1, T0 + 30)
     assert registry.missions[M1] == before
+
+
+def test_approval_while_a_worker_has_no_verdict_sends_the_mission_back_and_never_approves() -> None:
+    # Seed 002: a mission reaches reporting only when every worker delivered. A worker spawned
+    # while the report waits has no verdict: the report no longer stands.
+    registry, report = awaiting()
+    apply(
+        registry,
+        registered(W2, "worker-late", at=T0 + 45, role=Role.WORKER, mission=M1, parent=C),
+        state(W2, AgentState.WORKING, at=T0 + 46),
+    )
+    answer(registry, report, 60, "approve")
+
+    decision = run(registry, T0 + 70)
+
+    m = registry.missions[M1]
+    assert m.status is MissionStatus.RUNNING
+    assert not m.report_requested
+    assert "worker-late has no verdict yet" in (m.reason or "")
+    stands = [n for n in decision.notices if "no longer stands" in n.body]
+    assert [n.recipients for n in stands] == [(C, HUMAN)]
+    # The late worker delivers: reporting again, and the old answer approves nothing.
+    apply(
+        registry,
+        state(W2, AgentState.DONE, at=T0 + 80),
+        evidence(W2, delivered_evidence(checked_at=T0 + 81), at=T0 + 81),
+    )
+    run(registry, T0 + 90)
+    assert registry.missions[M1].status is MissionStatus.REPORTING
+
+
+@pytest.mark.parametrize("status", ["reporting", "approved"])
+def test_a_worker_without_a_verdict_sends_reporting_and_approved_back(status: str) -> None:
+    registry, report = awaiting()
+    if status == "approved":
+        answer(registry, report, 60, "approve")
+        run(registry, T0 + 70)
+    else:
+        answer(registry, report, 60, "revise")
+        run(registry, T0 + 70)
+    assert registry.missions[M1].status.value == status
+    apply(registry, registered(W2, "worker-late", at=T0 + 75, role=Role.WORKER, mission=M1))
+
+    run(registry, T0 + 80)
+
+    assert registry.missions[M1].status is MissionStatus.RUNNING

@@ -281,7 +281,7 @@ def _moved_to_background(
             and s.harness is old.harness
             and not s.finished
             and _same_dir(s.cwd, old.cwd)
-            and s.key not in before
+            and (s.key not in before or _waited(s, prev))
             and batch.owner(s) is None
             and not batch.ignored(s)
         ]
@@ -294,6 +294,13 @@ def _moved_to_background(
         ]
         group += _state_events(agent, moved, listing, now)
         batch.emit(*group)
+
+
+def _waited(session: ListedSession, prev: Listing) -> bool:
+    """Whether ``session`` was in the previous listing only as one that waited beside a
+    terminal session (started within ``MOVE_GRACE`` of it): the move it waited for."""
+    started = session.started_at
+    return started is not None and prev.taken_at - started < MOVE_GRACE
 
 
 def _same_dir(a: str, b: str) -> bool:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from . import events as ev
 from .durations import duration
-from .model import Agent, Harness, Mission
+from .model import Agent, Harness, Mission, RequestKind
 from .states import AgentState
 
 MACHINE_RESTARTED = "machine-restarted"
@@ -162,6 +162,20 @@ def interrupted_twice(interruptions: Iterable[float], now: float) -> bool:
 def was_working(state: AgentState) -> bool:
     """Rules 5 and 9: only a turn in progress (or a launch) is carried on by itself."""
     return state in (AgentState.WORKING, AgentState.LAUNCHING)
+
+
+def pending_ask(agent: Agent) -> str | None:
+    """What a needs-input agent waited for in the middle of its turn (a permission or a
+    question: the turn goes on once answered), in words; None otherwise.
+
+    A kill then ends a run like a kill while working (M38; docs/recovery-design.md): it is
+    restarted, and the restart says the permission must be asked for again."""
+    request = agent.request
+    if agent.state is not AgentState.NEEDS_INPUT or request is None or request.answered:
+        return None
+    if request.kind not in (RequestKind.PERMISSION, RequestKind.QUESTION):
+        return None
+    return request.summary or request.tool or str(request.kind)
 
 
 def too_old(last_progress_at: float, now: float, max_age: float) -> bool:
@@ -400,7 +414,8 @@ def decide_exit(
     ``launching``: a usage error, a bad flag, a missing login) failed to launch: it would
     fail the same way again, so it is not restarted, and ``output`` (its last line) says why.
     """
-    during = was_working(agent.state)
+    pending = pending_ask(agent)
+    during = was_working(agent.state) or pending is not None
     exited = ev.ProgramExited(at=now, agent=agent.id, code=code, signal=signal, during_turn=during)
     held = agent.held is not None or stop_requested or mission_over(agent, mission)
     if not held and agent.state is AgentState.LAUNCHING and signal is None and code:
@@ -421,7 +436,10 @@ def decide_exit(
             detail=detail or agent.held or "stopped by you",
         )
     if exited.crashed and during and policy.restart_on_crash:
-        restart, state, detail = _schedule(agent, exited.description, now=now, policy=policy)
+        why = exited.description
+        if pending is not None:
+            why = f"{why} while it waited for you ({pending}); that was never answered: ask again"
+        restart, state, detail = _schedule(agent, why, now=now, policy=policy)
         return ExitDecision(
             agent=agent.id, events_before=(exited,), restart=restart, state=state, detail=detail
         )

@@ -190,8 +190,17 @@ def _step(registry: Registry, mission_id: str, now: float) -> Decision:
         a is not None and a.verdict is Verdict.DELIVERED for a in current.values()
     )
 
-    if newly_not_delivered and status is not MissionStatus.RUNNING:
-        reason = f"{', '.join(newly_not_delivered)} no longer delivered"
+    # A worker with no verdict at all (spawned after the others delivered) stops the report
+    # standing too: reporting needs every worker delivered (seed 002).
+    no_verdict = [w.name for w in workers if current[w.id] is None]
+    if (newly_not_delivered or no_verdict) and status is not MissionStatus.RUNNING:
+        parts: list[str] = []
+        if newly_not_delivered:
+            parts.append(f"{', '.join(newly_not_delivered)} no longer delivered")
+        if no_verdict:
+            verb = "has" if len(no_verdict) == 1 else "have"
+            parts.append(f"{', '.join(no_verdict)} {verb} no verdict yet")
+        reason = "; ".join(parts)
         events.append(
             ev.MissionUpdated(
                 at=now,
