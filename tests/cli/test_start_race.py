@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from volee_desktop.cli import common
-from volee_desktop.daemon.lock import PidLock
+from volee_desktop.daemon.errors import AlreadyRunning
 from volee_desktop.ipc.client import Client
 from volee_desktop.paths import dirs
+from volee_desktop.pidlock import PidLock
 
 
 # The daemon is detached on purpose: its Popen object is dropped while it runs.
@@ -23,7 +24,7 @@ def test_a_start_that_met_a_stopping_daemon_starts_one_once_the_lock_is_free(
     monkeypatch.setattr(common, "START_TIMEOUT", 15.0)
     folders = dirs()
     # Plays a daemon that is closing: it still holds the lock but no longer serves.
-    lock = PidLock(folders.daemon_lock).acquire()
+    lock = PidLock(folders.daemon_lock, AlreadyRunning).acquire()
     outcome: list[BaseException | None] = []
 
     def start() -> None:

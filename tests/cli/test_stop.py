@@ -49,8 +49,9 @@ def test_stop_ends_a_daemon_that_holds_the_lock_but_does_not_serve_yet(
     folders = dirs()
     # Plays a daemon still starting: it holds the lock, the socket is not there yet.
     code = (
-        "import sys, time; from pathlib import Path; from volee_desktop.daemon.lock import PidLock;"
-        "PidLock(Path(sys.argv[1])).acquire(); print('locked', flush=True); time.sleep(60)"
+        "import sys, time; from pathlib import Path; from volee_desktop.pidlock import PidLock;"
+        "PidLock(Path(sys.argv[1]), RuntimeError).acquire(); print('locked', flush=True); "
+        "time.sleep(60)"
     )
     starting = subprocess.Popen(
         [sys.executable, "-c", code, str(folders.daemon_lock)], stdout=subprocess.PIPE, text=True

@@ -21,7 +21,7 @@ import pytest
 
 from tests.polling import wait_until
 from volee_desktop.core.events import Event
-from volee_desktop.daemon.lock import holder, is_held
+from volee_desktop.pidlock import holder, is_held
 from volee_desktop.store.codec import encode_event
 from volee_desktop.store.log import EventLog
 from volee_desktop.store.records import Record

@@ -78,9 +78,9 @@ def run_app(
 
     _setup_logging()
     paths = dirs()
-    from .lock import AppLock
+    from volee_desktop.pidlock import PidLock
 
-    lock = AppLock(paths.app_lock)
+    lock = PidLock(paths.app_lock, AlreadyRunning)
     try:
         lock.acquire()
     except AlreadyRunning as exc:

@@ -67,7 +67,7 @@ def _spawn_daemon(log_path: Path) -> subprocess.Popen[bytes]:
 
 def start_daemon(folders: Dirs) -> None:
     """Start the headless daemon detached from this terminal and wait until it serves."""
-    from ..daemon.lock import is_held
+    from ..pidlock import is_held
 
     ensure_private_dir(folders.logs)
     log_path = folders.logs / "daemon.log"

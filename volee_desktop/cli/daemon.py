@@ -130,7 +130,7 @@ def cmd_daemon_stop(args: argparse.Namespace) -> int:
             pid = client.call("daemon.status")["pid"]
             client.call("daemon.stop")
     except DaemonUnavailable:
-        from ..daemon.lock import holder, is_held
+        from ..pidlock import holder, is_held
 
         starting = holder(folders.daemon_lock) if is_held(folders.daemon_lock) else None
         if starting is None:
@@ -164,7 +164,7 @@ def cmd_daemon_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_daemon_repair(args: argparse.Namespace) -> int:
-    from ..daemon.lock import holder, is_held
+    from ..pidlock import holder, is_held
     from ..store.integrity import repair
 
     folders = dirs()

@@ -26,13 +26,14 @@ from ..harness.generic import GenericProfile
 from ..harness.pi import PiProfile
 from ..ipc.server import IpcServer
 from ..paths import Dirs, ensure_private_dir
+from ..pidlock import PidLock
 from ..store.codec import SNAPSHOT_VERSION, CodecError, decode_registry, encode_registry
 from ..store.errors import StoreError
 from ..store.integrity import corrupt
 from ..store.log import EventLog
 from ..store.records import Record
+from .errors import AlreadyRunning
 from .intake import Intake
-from .lock import PidLock
 from .service import Service, replay
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ class Daemon:
         for folder in (dirs.state, dirs.runtime, dirs.logs, dirs.config, dirs.spool):
             ensure_private_dir(folder)
         ensure_private_dir(dirs.rejected)
-        lock = PidLock(dirs.daemon_lock).acquire()
+        lock = PidLock(dirs.daemon_lock, AlreadyRunning).acquire()
         event_log: EventLog | None = None
         daemon: Daemon | None = None
         try:

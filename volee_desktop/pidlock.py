@@ -1,0 +1,101 @@
+"""One process per lock file: an exclusive lock the OS lets go of when its holder dies.
+
+The daemon holds ``<state>/daemon.lock`` (one daemon per VOLEE_HOME), the tray app
+``<state>/app.lock`` (one tray app per user).  The holder writes its pid in the file,
+so whoever finds the lock taken can name it; the kernel releases the lock with the
+process, so it never goes stale.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+#: Builds the error raised when another process holds the lock: (its pid, the lock's path).
+Busy = Callable[[int | None, str], Exception]
+
+
+class PidLock:
+    """Held from ``acquire`` to ``release`` (or the process's end); ``busy`` names the holder."""
+
+    def __init__(self, path: Path, busy: Busy) -> None:
+        self.path = path
+        self.busy = busy
+        self._fd: int | None = None
+
+    def acquire(self) -> PidLock:
+        """Take the lock, or raise ``busy(pid, path)`` naming the process that holds it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        if not _try_lock(fd):
+            os.close(fd)
+            raise self.busy(holder(self.path), str(self.path))
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        """Let go of the lock; the file stays, empty."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> PidLock:
+        return self.acquire()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+def holder(path: Path) -> int | None:
+    """The pid written in a lock file, if readable."""
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def is_held(path: Path) -> bool:
+    """Whether some process holds the lock now."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        if not _try_lock(fd, shared=True):
+            return True
+    finally:
+        os.close(fd)  # closing lets go of a lock this test took
+    return False
+
+
+def _try_lock(fd: int, *, shared: bool = False) -> bool:
+    """Lock ``fd`` without waiting; False when another process holds it."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
