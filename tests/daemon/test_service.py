@@ -10,7 +10,7 @@ import pytest
 from volee_desktop.core import events as ev
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import AgentState
-from volee_desktop.daemon.errors import Broken, Refused
+from volee_desktop.daemon.errors import Broken, NotWritten, Refused
 from volee_desktop.daemon.service import Service, replay
 from volee_desktop.store.errors import StoreError
 from volee_desktop.store.memory import MemoryLog
@@ -116,14 +116,16 @@ async def test_an_idempotency_key_commits_once() -> None:
     assert log.last_seq() == 1
 
 
-async def test_a_failing_log_makes_the_service_refuse_further_writes() -> None:
+async def test_a_write_that_failed_cleanly_can_be_retried_once_the_cause_is_gone() -> None:
     service, log = make()
     log.break_writes("disk full")
-    with pytest.raises(Broken):
-        await service.commit([registered("a")])
+    a = registered("a")
+    with pytest.raises(NotWritten, match="disk full"):
+        await service.commit([a])
+    assert a.agent not in service.current().agents
     log.mend_writes()
-    with pytest.raises(Broken, match="restart the daemon"):
-        await service.commit([registered("b")])
+    await service.commit([a])
+    assert a.agent in service.registry.agents
 
 
 async def test_replay_rebuilds_the_same_registry() -> None:

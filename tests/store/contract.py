@@ -18,7 +18,9 @@ from volee_desktop.store import (
     Snapshot,
     StoredRecord,
     StoreError,
+    WriteFailed,
 )
+from volee_desktop.store.log import EventLog
 
 
 def rec(n: int, type_: str = "thing-happened", version: int = 1) -> Record:
@@ -197,8 +199,22 @@ class LogContract:
             log.append_sync([rec(99)])
         assert log.last_seq() == 1
         self.mend_writes(log)
+        # Writes queued behind a failure may rest on it: they fail too until resume().
+        log.resume()
         assert await log.append([rec(2)]) == [2]
         assert [r.seq for r in log.read()] == [1, 2]
+
+    async def test_writes_queued_behind_a_failure_fail_until_resume(self, log: Log) -> None:
+        log.append_sync([rec(1)])
+        self.break_writes(log)
+        with pytest.raises(WriteFailed):
+            await log.append([rec(2)])
+        self.mend_writes(log)
+        if isinstance(log, EventLog):
+            with pytest.raises(WriteFailed):
+                await log.append([rec(3)])
+        log.resume()
+        assert await log.append([rec(4)]) == [2]
 
     def test_everything_survives_a_restart(self, log: Log, path: Path) -> None:
         log.append_sync([rec(1), rec(2)], key="k")

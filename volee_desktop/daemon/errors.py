@@ -8,6 +8,7 @@
     ├── Ambiguous         a name or id prefix that matches more than one thing
     ├── AlreadyRunning    another daemon holds this VOLEE_HOME
     └── Broken            the log could not be written: the daemon stops taking writes
+        └── NotWritten    a write failed cleanly (disk full): nothing kept, a retry can work
 """
 
 from __future__ import annotations
@@ -43,3 +44,11 @@ class AlreadyRunning(Error):
 
 class Broken(Error):
     """The event log failed under the daemon; it takes no more writes."""
+
+
+class NotWritten(Broken):
+    """A write failed cleanly (disk full, read-only folder): nothing of it was kept.
+
+    The daemon keeps going: once the writes in flight have failed too, a retry works again as
+    soon as the cause is gone (docs/faults.md).
+    """

@@ -5,7 +5,10 @@ accepted but not yet durable, so concurrent requests can share one
 transaction of the log.  Only once the log says a batch is durable is it
 applied to the visible registry and sent to subscribers, in log order.  A
 failure to write the log makes the service refuse further writes (fail-stop):
-the in-memory state can no longer be trusted to match the log.
+the in-memory state can no longer be trusted to match the log.  A write that failed
+cleanly (``WriteFailed``: rolled back, e.g. a full disk) is not such a failure: the
+requests in flight fail with it (they may rest on it), and once none is left the working
+registry is dropped, the log resumes and a retry works (docs/faults.md).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from typing import Any, Protocol
 from ..core.events import Event
 from ..core.registry import Registry
 from ..store.codec import decode_event, encode_event
-from .errors import Broken, Refused
+from ..store.errors import WriteFailed
+from .errors import Broken, NotWritten, Refused
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +68,8 @@ class Service:
         )
         self._keys: set[str] = set()
         self.broken: str | None = None
+        # Set by a write that failed cleanly; cleared once nothing is in flight any more.
+        self.failing: str | None = None
 
     # --- subscriptions ---------------------------------------------------------------------
 
@@ -89,6 +95,14 @@ class Service:
             return []
         if self.broken:
             raise Broken(self.broken)
+        if self.failing is not None:
+            if self._pending:
+                raise NotWritten(self.failing)
+            # Everything decided on the failed writes has failed too: start afresh.
+            self.failing = None
+            resume = getattr(self._log, "resume", None)
+            if resume is not None:
+                resume()
         if key is not None and key in self._keys:
             # The same key is on its way to the log: answer once it is durable, not before.
             for pending, _events, pending_key in list(self._pending):
@@ -97,7 +111,7 @@ class Service:
                         await asyncio.shield(pending)
                     except Exception as exc:
                         self._drain()
-                        raise Broken(self.broken or f"the event log failed: {exc}") from exc
+                        raise self._failure(exc) from exc
                     break
             return []
         if key is not None and self._log.has_key(key):
@@ -132,13 +146,20 @@ class Service:
             await asyncio.shield(future)
         except Exception as exc:
             self._drain()
-            raise Broken(self.broken or f"the event log failed: {exc}") from exc
+            raise self._failure(exc) from exc
         # The done callback may not have run yet (an already-resolved future): apply now, so
         # that a request returns only once its events are visible.
         self._drain()
         if self.broken and not future.cancelled() and future.exception() is not None:
             raise Broken(self.broken)
         return future.result()
+
+    def _failure(self, exc: BaseException) -> Broken:
+        if self.broken:
+            return Broken(self.broken)
+        if isinstance(exc, WriteFailed):
+            return NotWritten(str(exc))
+        return Broken(f"the event log failed: {exc}")
 
     def _drain(self) -> None:
         """Apply, in log order, every batch at the head of the queue that is durable."""
@@ -147,12 +168,25 @@ class Service:
             if key is not None:
                 self._keys.discard(key)
             exc = None if future.cancelled() else future.exception()
+            if isinstance(exc, WriteFailed) and not self.broken:
+                # Rolled back: nothing of it is in the log, so nothing to undo in ``registry``.
+                if self.failing is None:
+                    log.error("event log write failed; refusing writes until none is left: %s", exc)
+                self.failing = str(exc)
+                continue
             if future.cancelled() or exc is not None:
                 if not self.broken:
                     self.broken = f"the event log failed ({exc}); restart the daemon"
                     log.critical("event log write failed; refusing further writes: %s", exc)
                 continue
             if self.broken:
+                continue
+            if self.failing is not None:
+                # Durable, but decided on writes that failed: memory and log may disagree.
+                self.broken = (
+                    "the event log took a write that rested on a failed one; restart the daemon"
+                )
+                log.critical("%s", self.broken)
                 continue
             for seq, event in zip(future.result(), events, strict=True):
                 self.registry.apply(event)

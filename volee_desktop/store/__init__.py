@@ -7,7 +7,7 @@ versions on read is the codec's job; stored records are never rewritten.
 
 from __future__ import annotations
 
-from .errors import REPAIR_COMMAND, CorruptLog, DuplicateKey, Error, StoreError
+from .errors import REPAIR_COMMAND, CorruptLog, DuplicateKey, Error, StoreError, WriteFailed
 from .integrity import SET_ASIDE_TABLE, RepairReport, repair
 from .log import SNAPSHOTS_KEPT, CommitStats, EventLog
 from .memory import MemoryLog
@@ -32,6 +32,7 @@ __all__ = [
     "Snapshot",
     "StoreError",
     "StoredRecord",
+    "WriteFailed",
     "record_crc",
     "repair",
 ]

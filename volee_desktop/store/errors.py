@@ -3,6 +3,8 @@
 ::
 
     StoreError                 anything the store could not do (root; alias ``Error``)
+     +-- WriteFailed           a commit failed and was rolled back (disk full, read-only):
+     |                         nothing of it was kept, the log is usable, a retry can work
      +-- DuplicateKey          an append's idempotency key was already written
      +-- CorruptLog            a record or the file itself is damaged; nothing was changed
 """
@@ -19,6 +21,14 @@ class StoreError(Exception):
 
 
 Error = StoreError
+
+
+class WriteFailed(StoreError):
+    """A commit failed cleanly (rolled back): nothing of it was written and the log is usable.
+
+    The writes queued behind it fail the same way until ``EventLog.resume`` (they may have
+    been decided on the failed ones); after that, a retry works once the cause is gone.
+    """
 
 
 class DuplicateKey(StoreError):

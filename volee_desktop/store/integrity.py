@@ -71,9 +71,17 @@ def scan(conn: sqlite3.Connection, after: int) -> Iterator[StoredRecord]:
             yield make(row[:4])
             expected += 1
     except sqlite3.DatabaseError as exc:
+        if _bad_text(exc):
+            # A flipped byte in a TEXT column: damage like any other (backup, repair hint).
+            raise BadRecord(expected, f"has a type that is not UTF-8 text ({exc})") from exc
         if not is_corruption(exc):
             raise StoreError(f"could not read the event log at seq {expected}: {exc}") from exc
         raise BadRecord(expected, f"cannot be read, SQLite says {exc}") from exc
+
+
+def _bad_text(exc: sqlite3.DatabaseError) -> bool:
+    """Python's sqlite3 could not decode a TEXT value (bytes that are not UTF-8)."""
+    return isinstance(exc, sqlite3.OperationalError) and "decode to UTF-8" in str(exc)
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -178,6 +186,8 @@ def _readable_after(
         top = first_bad
     rows: list[tuple[object, ...]] = []
     unreadable = 0
+    # A type that is not UTF-8 is read as bytes, so the record is set aside, not lost.
+    conn.text_factory = _text_or_bytes
     for seq in range(first_bad, top + 1):
         try:
             found = conn.execute(
@@ -189,6 +199,13 @@ def _readable_after(
         if found is not None:
             rows.append(tuple(found))
     return rows, unreadable
+
+
+def _text_or_bytes(raw: bytes) -> str | bytes:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
 
 
 def _rows(conn: sqlite3.Connection, sql: str) -> list[tuple[object, ...]]:

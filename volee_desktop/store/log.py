@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .errors import DuplicateKey, StoreError
+from .errors import DuplicateKey, StoreError, WriteFailed
 from .integrity import BadRecord, corrupt, scan
 from .records import (
     Group,
@@ -104,6 +104,16 @@ class EventLog:
         self._closed = False
         # Set when the connection can no longer be trusted; every later write fails with it.
         self._broken: str | None = None
+        # Set by a commit that failed cleanly; writes fail with it until ``resume``.
+        self._fenced: str | None = None
+        # The -wal file SQLite has open (device, inode), to see it deleted under us.
+        self._wal = Path(f"{path}-wal")
+        self._wal_id: tuple[int, int] | None = None
+        try:
+            st = os.stat(self._wal)
+            self._wal_id = (st.st_dev, st.st_ino)
+        except OSError:
+            pass
         self._thread = threading.Thread(target=self._run, name="volee-store-writer", daemon=True)
         self._thread.start()
 
@@ -152,6 +162,14 @@ class EventLog:
         with self._reader_lock:
             self._reader.close()
         self._closed = True
+
+    def resume(self) -> None:
+        """Take writes again after a commit that failed cleanly (see ``WriteFailed``).
+
+        The caller says it has dropped whatever it had decided on the failed writes.
+        """
+        with self._cond:
+            self._fenced = None
 
     def __enter__(self) -> EventLog:
         return self
@@ -233,6 +251,8 @@ class EventLog:
         return request.future
 
     def _submit_sync(self, request: _Request) -> list[list[int]] | None:
+        # A blocking caller has nothing in flight that could depend on an earlier failure.
+        self.resume()
         request.sync = concurrent.futures.Future()
         self._enqueue(request)
         outcome = request.sync.result()
@@ -274,6 +294,8 @@ class EventLog:
         """Write every request of ``batch`` in one transaction; one outcome per request."""
         if self._broken is not None:
             return [StoreError(self._broken) for _ in batch]
+        if self._fenced is not None:
+            return [WriteFailed(self._fenced) for _ in batch]
         conn = self._writer
         next_seq = self._last + 1
         outcomes: list[_Outcome] = []
@@ -326,11 +348,46 @@ class EventLog:
             conn.execute("COMMIT")
         except BaseException as exc:
             return self._fail(batch, len(rows), exc)
+        lost = self._wal_lost()
+        if lost is not None:
+            return [StoreError(lost) for _ in batch]
         self._last = next_seq - 1
         self.stats.commits += 1
         self.stats.requests += len(batch)
         self.stats.records += len(rows)
         return outcomes
+
+    def _wal_lost(self) -> str | None:
+        """After a commit: None if the -wal SQLite wrote is still in place, else why writes stop.
+
+        A -wal deleted (or replaced) under a running daemon still takes commits, but in a file
+        no one can open again: after a crash every event since the last checkpoint would be
+        gone.  The commits made so far are copied into the main file (a checkpoint reads the
+        open WAL), and the log stops taking writes.
+        """
+        try:
+            st = os.stat(self._wal)
+            now: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except FileNotFoundError:
+            now = None
+        if now is not None and (self._wal_id is None or now == self._wal_id):
+            self._wal_id = now
+            return None
+        what = "deleted" if now is None else "replaced"
+        try:
+            self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            saved = "every write acknowledged so far was saved in the main file"
+            lost_this = False
+        except sqlite3.Error as exc:
+            saved = f"the writes since the last checkpoint could not be saved ({exc})"
+            lost_this = True
+        self._broken = (
+            f"the event log {self.path} stopped accepting writes: its -wal file was {what} "
+            f"while the daemon ran (by another program or by hand); {saved}. Restart the "
+            "daemon, and keep other programs away from volee's state folder"
+        )
+        log.critical("%s", self._broken)
+        return self._broken if lost_this else None
 
     def _stage_snapshot(
         self, snapshot: Snapshot, next_seq: int, staged: list[tuple[int, int, bytes, int]]
@@ -377,16 +434,24 @@ class EventLog:
                 f"is damaged ({exc}); restart the daemon to check it"
             )
         log.error("event log %s: commit of %d records failed: %s", self.path, n_rows, exc)
-        message = self._broken or (
-            f"could not write {n_rows} records to the event log {self.path}: {exc}; "
-            "nothing of this transaction was kept and the log is still usable, so retry, "
-            "and if it keeps failing check the disk (free space, permissions)"
-        )
         outcomes: list[_Outcome] = []
+        if self._broken is not None:
+            for _ in batch:
+                error = StoreError(self._broken)
+                error.__cause__ = exc
+                outcomes.append(error)
+            return outcomes
+        message = (
+            f"could not write {n_rows} records to the event log {self.path}: {exc}; "
+            "nothing of this transaction was kept and the log is still usable, so retry "
+            "(it works once the cause is gone), and if it keeps failing check the disk "
+            "(free space, permissions)"
+        )
+        self._fenced = message
         for _ in batch:
-            error = StoreError(message)
-            error.__cause__ = exc
-            outcomes.append(error)
+            failed = WriteFailed(message)
+            failed.__cause__ = exc
+            outcomes.append(failed)
         return outcomes
 
     def _deliver(self, batch: list[_Request], outcomes: list[_Outcome]) -> None:

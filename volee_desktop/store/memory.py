@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import DuplicateKey, StoreError
+from .errors import DuplicateKey, StoreError, WriteFailed
 from .log import SNAPSHOTS_KEPT
 from .records import Group, Record, Snapshot, StoredRecord, check_records
 
@@ -47,6 +47,9 @@ class MemoryLog:
     def mend_writes(self) -> None:
         """Let writes succeed again."""
         self._broken = None
+
+    def resume(self) -> None:
+        """As ``EventLog.resume`` (nothing is ever queued here)."""
 
     # -- writing ---------------------------------------------------------------
 
@@ -94,7 +97,7 @@ class MemoryLog:
         if self._closed:
             raise StoreError("the memory log is closed; nothing was written")
         if self._broken is not None:
-            raise StoreError(f"could not write to the memory log: {self._broken}")
+            raise WriteFailed(f"could not write to the memory log: {self._broken}")
 
     def _write(self, groups: list[Group]) -> list[list[int]]:
         seen: set[str] = set()

@@ -95,6 +95,10 @@ class Log(Protocol):
         """Append and block until durable (tools and tests; not on the event loop)."""
         ...
 
+    def resume(self) -> None:
+        """Take writes again after a commit that failed cleanly (``WriteFailed``)."""
+        ...
+
     def has_key(self, key: str) -> bool:
         """Whether an append with this idempotency key is durable."""
         ...
