@@ -6,6 +6,8 @@ time (milliseconds) and the 10 random bytes in.  ULIDs sort by creation time.
 
 from __future__ import annotations
 
+from .errors import Error
+
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford base32
 _VALUES = {c: i for i, c in enumerate(_ALPHABET)}
 
@@ -16,7 +18,7 @@ MESSAGE = "msg_"
 PREFIXES = (AGENT, MISSION, THREAD, MESSAGE)
 
 
-class IdError(ValueError):
+class IdError(Error, ValueError):
     """An identifier that is not a well-formed prefixed ULID."""
 
 

@@ -53,6 +53,7 @@ from ..harness.listing import (
 )
 from ..ipc.server import Connection
 from .errors import Broken, Refused
+from .errors import Error as DaemonError
 from .service import Service
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ LIST_TIMEOUT = 20.0
 BUSY_WITHIN = 5.0
 
 
-class Error(Exception):
+class Error(DaemonError):
     """Root of the discovery errors."""
 
 

@@ -7,6 +7,9 @@
     ├── NotFound          an agent, mission or message that does not exist
     ├── Ambiguous         a name or id prefix that matches more than one thing
     ├── AlreadyRunning    another daemon holds this VOLEE_HOME
+    ├── GitError          a git command failed (git.py)
+    ├── ForgeError        the forge could not be asked or refused (forge.py)
+    ├── discovery.Error   a listing failed, or discovery is unavailable (discovery.py)
     └── Broken            the log could not be written: the daemon stops taking writes
         └── NotWritten    a write failed cleanly (disk full): nothing kept, a retry can work
 """

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.model import PullRequest
+from .errors import Error
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ _SLUG = re.compile(
 )
 
 
-class ForgeError(Exception):
+class ForgeError(Error):
     """The forge could not be asked or refused a request; the message says what and why."""
 
 

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.model import Delivery, PushState
+from .errors import Error
 
 GIT_TIMEOUT = 30.0
 
 
-class GitError(Exception):
+class GitError(Error):
     """A git command failed; the message has the command and git's own words."""
 
 

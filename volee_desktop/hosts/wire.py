@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import struct
 
+from .errors import Error
+
 JSON = b"J"
 OUTPUT = b"O"
 INPUT = b"I"
@@ -20,7 +22,7 @@ HEADER_SIZE = _HEADER.size
 MAX_FRAME = 16 * 1024 * 1024
 
 
-class FrameError(ValueError):
+class FrameError(Error, ValueError):
     """A peer sent bytes that are not a valid frame."""
 
 

@@ -14,6 +14,7 @@ import msgspec
 
 from ..core.events import EVENT_TYPES, Event
 from ..core.registry import Registry
+from .errors import StoreError
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -29,7 +30,7 @@ _decoders: dict[str, msgspec.json.Decoder[Any]] = {
 _registry_decoder = msgspec.json.Decoder(Registry)
 
 
-class CodecError(ValueError):
+class CodecError(StoreError, ValueError):
     """A record that cannot be turned back into an event."""
 
 

@@ -7,6 +7,8 @@
      |                         nothing of it was kept, the log is usable, a retry can work
      +-- DuplicateKey          an append's idempotency key was already written
      +-- CorruptLog            a record or the file itself is damaged; nothing was changed
+     +-- CodecError            a record that cannot be turned back into an event (codec.py)
+     +-- BadRecord             internal to the scan: a damaged record (integrity.py)
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 SET_ASIDE_TABLE = "set_aside"
 
 
-class BadRecord(Exception):
+class BadRecord(StoreError):
     """Internal: the scan met a damaged record at ``seq`` (turned into CorruptLog)."""
 
     def __init__(self, seq: int, reason: str) -> None:

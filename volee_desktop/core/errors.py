@@ -1,0 +1,13 @@
+"""The core's exceptions.
+
+::
+
+    Error                 root of the core's errors
+    └── IdError           an identifier that is not a well-formed prefixed ULID (ids.py)
+"""
+
+from __future__ import annotations
+
+
+class Error(Exception):
+    """Root of every error the core raises."""
