@@ -39,6 +39,44 @@ DEFAULT_MAX_SEND_BUFFER = 4 * MAX_MESSAGE
 # How long close() lets requests in flight finish (their events may be on their way to disk).
 CLOSE_GRACE = 5.0
 _READ_CHUNK = 64 * 1024
+# Unfinished request lines the server holds, all connections together (each may hold up to
+# MAX_MESSAGE): past this the connection that adds more is told why and closed.
+MAX_UNFINISHED_BYTES = 64 * MAX_MESSAGE
+
+
+async def _drain_input(reader: asyncio.StreamReader) -> None:
+    """Read and drop what a refused client still sends, for a moment (at most DRAIN_TIME s and
+    DRAIN_BYTES), so that closing does not reset the connection before it read why."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DRAIN_TIME
+    dropped = 0
+    try:
+        while dropped < DRAIN_BYTES:
+            left = deadline - loop.time()
+            if left <= 0:
+                return
+            data = await asyncio.wait_for(reader.read(_READ_CHUNK), left)
+            if not data:
+                return
+            dropped += len(data)
+    except (TimeoutError, ConnectionError, OSError):
+        return
+
+
+DRAIN_TIME = 2.0
+DRAIN_BYTES = 4 * MAX_MESSAGE
+
+
+def connection_cap() -> int:
+    """How many connections the server takes at once: half the fds this process may open
+    (the rest is for the log, the hosts' sockets and subprocesses), 16 to 4,096."""
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 4096
+    return max(16, min(4096, soft // 2))
+
 
 AfterReply = Callable[[], Awaitable[None] | None]
 #: Serves a connection taken over: the bytes already received after the request, and the rest.
@@ -131,6 +169,8 @@ class Connection:
         self._after: list[AfterReply] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._takeover: TakeoverServe | None = None
+        # Unfinished bytes this connection holds, as the server counts them.
+        self._unfinished: int | None = None
 
     @property
     def peer_uid(self) -> int:
@@ -190,6 +230,16 @@ class Connection:
     def close(self) -> None:
         """Drop the connection now."""
         self._writer.transport.abort()
+        self._mark_closed()
+
+    def _close_with(self, data: bytes) -> None:
+        """Send ``data`` (an error saying why) and end the sending side; the caller drains
+        what the client still sends (closing with unread bytes would reset the connection
+        and could lose ``data``), then closes."""
+        if not self.closed.is_set() and not self._writer.transport.is_closing():
+            self._writer.write(data)
+            if self._writer.can_write_eof():
+                self._writer.write_eof()
         self._mark_closed()
 
     # -- used by the server -------------------------------------------------
@@ -289,6 +339,11 @@ class IpcServer:
         self._connections: set[Connection] = set()
         self._conn_tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
+        self._refusals: set[asyncio.Task[None]] = set()
+        self.max_connections = connection_cap()
+        self.max_unfinished = MAX_UNFINISHED_BYTES
+        # Bytes of unfinished lines held for all connections (see MAX_UNFINISHED_BYTES).
+        self.unfinished = 0
 
     @classmethod
     async def start(
@@ -338,7 +393,7 @@ class IpcServer:
                 log.warning("closing with requests still in flight after %.0f s", CLOSE_GRACE)
         for conn in list(self._connections):
             conn.close()
-        tasks = list(self._conn_tasks)
+        tasks = [*self._conn_tasks, *self._refusals]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -352,6 +407,30 @@ class IpcServer:
     def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._closing:
             writer.transport.abort()
+            return
+        if len(self._conn_tasks) >= self.max_connections:
+            log.warning(
+                "refused a connection: %d are open, the most this daemon takes at once",
+                len(self._conn_tasks),
+            )
+            writer.write(
+                encode_error(
+                    None,
+                    ErrorCode.UNAVAILABLE,
+                    f"the daemon has {len(self._conn_tasks)} connections open, the most it takes "
+                    "at once; try again once some have closed",
+                )
+            )
+            if writer.can_write_eof():
+                writer.write_eof()
+            refusal = asyncio.get_running_loop().create_task(_drain_input(reader))
+            self._refusals.add(refusal)
+
+            def closed(task: asyncio.Task[Any]) -> None:
+                self._refusals.discard(task)
+                writer.transport.abort()
+
+            refusal.add_done_callback(closed)
             return
         task = asyncio.get_running_loop().create_task(self._serve(reader, writer))
         self._conn_tasks.add(task)
@@ -395,11 +474,53 @@ class IpcServer:
 
     async def _read_loop(self, conn: Connection, reader: asyncio.StreamReader) -> None:
         lines = LineBuffer(MAX_MESSAGE)
+        try:
+            await self._read_lines(conn, reader, lines, lambda n: self._hold(conn, n))
+        finally:
+            self.unfinished -= conn._unfinished or 0
+            conn._unfinished = 0
+
+    def _hold(self, conn: Connection, pending: int) -> bool:
+        """Count ``pending`` unfinished bytes of ``conn``; False (told, closed) past the cap."""
+        before = conn._unfinished or 0
+        self.unfinished += pending - before
+        conn._unfinished = pending
+        if pending <= before or self.unfinished <= self.max_unfinished:
+            return True
+        log.warning(
+            "closing %r: %d bytes of unfinished requests held in all, more than %d",
+            conn,
+            self.unfinished,
+            self.max_unfinished,
+        )
+        conn._close_with(
+            encode_error(
+                None,
+                ErrorCode.UNAVAILABLE,
+                f"the daemon holds more than {self.max_unfinished} bytes of unfinished requests "
+                "(lines without their newline); this connection was closed: end each request "
+                "with a newline",
+            )
+        )
+        return False
+
+    async def _read_lines(
+        self,
+        conn: Connection,
+        reader: asyncio.StreamReader,
+        lines: LineBuffer,
+        hold: Callable[[int], bool],
+    ) -> None:
         while not conn.closed.is_set():
             data = await reader.read(_READ_CHUNK)
             if not data:
                 return
             received = lines.feed(data)
+            if not hold(lines.pending):
+                lines.take()
+                hold(0)
+                await _drain_input(reader)
+                return
             for index, line in enumerate(received):
                 if conn.closed.is_set():
                     return
@@ -419,7 +540,9 @@ class IpcServer:
                 serve = conn._takeover
                 if serve is not None:
                     later = [x + b"\n" for x in received[index + 1 :] if isinstance(x, bytes)]
-                    await serve(conn, b"".join(later) + lines.take(), reader)
+                    rest = lines.take()
+                    hold(0)  # handed over: no longer held here
+                    await serve(conn, b"".join(later) + rest, reader)
                     return
 
     async def _handle_line(self, conn: Connection, line: bytes) -> None:
