@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.loginitem import FakeRunner
 from volee_desktop.loginitem import SystemdUserUnit
 from volee_desktop.loginitem.origin import login_item_start
-from volee_desktop.loginitem.testing import FakeRunner
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="systemd is Linux")
 

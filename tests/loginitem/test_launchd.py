@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.loginitem import OK, FakeRunner
 from volee_desktop.loginitem import LaunchdAgent, LoginItemError
 from volee_desktop.loginitem.launchd import parse_print_state
 from volee_desktop.loginitem.system import RunResult
-from volee_desktop.loginitem.testing import OK, FakeRunner
 
 from .support import snapshot
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.loginitem import FakeLoginItem, FakeRunKeyStore, FakeRunner
 from volee_desktop.loginitem import (
     LaunchdAgent,
     LoginItemError,
@@ -19,7 +20,6 @@ from volee_desktop.loginitem import (
     for_this_platform,
 )
 from volee_desktop.loginitem.base import FileSet, template_path
-from volee_desktop.loginitem.testing import FakeLoginItem, FakeRunKeyStore, FakeRunner
 from volee_desktop.paths import dirs
 
 from .support import snapshot

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.loginitem import OK, FakeRunner
 from volee_desktop.loginitem import LoginItemError, SubprocessRunner, SystemdUserUnit
 from volee_desktop.loginitem.system import RunResult
-from volee_desktop.loginitem.testing import OK, FakeRunner
 
 from .support import snapshot
 

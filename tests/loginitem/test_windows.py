@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.fakes.loginitem import FakeRunKeyStore
 from volee_desktop.loginitem import LoginItemError, WindowsRunKey
 from volee_desktop.loginitem.system import RUN_KEY, STARTUP_APPROVED_KEY
-from volee_desktop.loginitem.testing import FakeRunKeyStore
 
 EXE = r"C:\Program Files\volee\volee.exe"
 

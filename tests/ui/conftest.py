@@ -117,8 +117,8 @@ def controller(
     volee_home: Path,
 ) -> Iterator[Any]:
     """The app's controller attached to the fake daemon, without a tray (offscreen)."""
+    from tests.fakes.loginitem import FakeLoginItem
     from volee_desktop.app.controller import AppController, AppOptions
-    from volee_desktop.loginitem.testing import FakeLoginItem
 
     login = FakeLoginItem()
     options = AppOptions(

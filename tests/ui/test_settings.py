@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.fakes.loginitem import FakeLoginItem
 from volee_desktop.app.settings import SettingsDialog, format_seconds, parse_delays
 from volee_desktop.config import load_config
 from volee_desktop.loginitem import LoginItemError
-from volee_desktop.loginitem.testing import FakeLoginItem
 
 
 class Errors:

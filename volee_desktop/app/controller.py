@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,6 @@ class AppOptions:
     clock: Callable[[], float] = time.time
     use_tray: bool | None = None  # None: when the system has a tray
     screen_lines: int = 200
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class AppController(QObject):

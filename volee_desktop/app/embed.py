@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
+
+from volee_desktop.paths import Dirs
 
 log = logging.getLogger(__name__)
 
 
-async def run_embedded_daemon(stop: asyncio.Event, dirs: Any = None) -> None:
+async def run_embedded_daemon(stop: asyncio.Event, dirs: Dirs | None = None) -> None:
     """Run ``volee_desktop.daemon`` on the running (qasync) loop until ``stop`` is set.
 
     Returns early when the daemon is asked to stop by itself (``volee daemon

@@ -20,7 +20,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -29,6 +29,9 @@ from volee_desktop.core.registry import Registry
 from volee_desktop.store.codec import CodecError, decode_registry, event_from_dict
 
 from .errors import LinkError
+
+if TYPE_CHECKING:
+    from volee_desktop.ipc.aclient import AsyncClient
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +96,7 @@ def registry_from_builtins(data: Any) -> Registry:
         raise LinkError(f"the daemon sent a registry snapshot this app cannot read: {exc}") from exc
 
 
-ClientFactory = Callable[[], Awaitable[Any]]
+ClientFactory = Callable[[], Awaitable["AsyncClient"]]
 
 # Reconnect quickly at first (a daemon restart takes well under a second), then back off.
 RECONNECT_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
@@ -103,7 +106,7 @@ SNAPSHOT_TIMEOUT = 30.0
 class IpcDaemonLink:
     """A ``DaemonLink`` over the local socket, reconnecting and resuming the feed by itself."""
 
-    def __init__(self, client: Any, reconnect: ClientFactory | None = None) -> None:
+    def __init__(self, client: AsyncClient, reconnect: ClientFactory | None = None) -> None:
         self._client = client
         self._reconnect_factory = reconnect
         self._listener: LinkListener | None = None
@@ -123,7 +126,7 @@ class IpcDaemonLink:
         """Connect to the daemon at ``path`` (default: this user's socket)."""
         from volee_desktop.ipc.aclient import AsyncClient
 
-        async def factory() -> Any:
+        async def factory() -> AsyncClient:
             return await AsyncClient.connect(path)
 
         return cls(await factory(), factory)

@@ -13,7 +13,6 @@ import time
 from PySide6.QtCore import (
     QEvent,
     QItemSelectionModel,
-    QModelIndex,
     QObject,
     QPoint,
     QRect,
@@ -388,13 +387,3 @@ class AgentPanel(QWidget):
             return  # the row's context menu
         self.hidden_at = time.monotonic()
         self.hide()
-
-    def toggle_near(self, anchor: QRect | None) -> None:
-        if self.isVisible():
-            self.hide()
-        else:
-            self.show_near(anchor)
-
-    @property
-    def first_index(self) -> QModelIndex:
-        return self.proxy.index(0, 0)

@@ -2,7 +2,7 @@
 
 Each service-manager call is a pure argv, run by a Runner, read by a pure
 parser (the vorta/maestral split), so tests swap in a typed fake Runner (see
-``testing.py``) and production runs real processes.
+``tests/fakes/loginitem.py``) and production runs real processes.
 """
 
 from __future__ import annotations

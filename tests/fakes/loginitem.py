@@ -1,8 +1,7 @@
 """Typed fakes for the login-item seam (commands, the registry) and for a whole login item.
 
-For tests only, here rather than under ``tests/`` so the tray's tests can use
-``FakeLoginItem`` too.  No mocks: each fake keeps state and answers like the
-real thing for the calls volee makes.
+No mocks: each fake keeps state and answers like the real thing for the calls
+volee makes (the login-item tests and the tray's settings use them).
 """
 
 from __future__ import annotations
@@ -10,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .base import LoginItemError, LoginItemStatus
-from .system import DEFAULT_TIMEOUT, RunResult
+from volee_desktop.loginitem.base import LoginItemError, LoginItemStatus
+from volee_desktop.loginitem.system import DEFAULT_TIMEOUT, RunResult
 
 __all__ = [
     "BUS_UNREACHABLE",
