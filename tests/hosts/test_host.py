@@ -326,7 +326,7 @@ def test_the_host_itself_records_a_failed_start(
     cmd = [
         sys.executable,
         "-m",
-        "volee_desktop.hosts.host",
+        "volee_desktop.hosts.main",
         "--agent",
         "ag_f",
         "--record",

@@ -1,6 +1,6 @@
 """Start a host for an agent, and talk to a running host over its socket.
 
-``launch_host`` starts the host (``volee_desktop.hosts.host`` under ``python -I -S``)
+``launch_host`` starts the host (``volee_desktop.hosts.main`` under ``python -I -S``)
 detached (its own session, reparented to init) and returns once the host says the
 program started, or raises ``HostError`` with the reason it could not.  ``HostClient``
 makes blocking requests (the daemon calls them in a thread); ``HostStream`` is one
@@ -33,7 +33,7 @@ from volee_desktop.hosts.records import ExitStatus, HostRecord, host_alive, read
 PACKAGE_ROOT = Path(volee_desktop.__file__).resolve().parents[1]
 _BOOT = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-    "from volee_desktop.hosts.host import cli; cli()"
+    "from volee_desktop.hosts.main import cli; cli()"
 )
 # sun_path is 108 bytes on Linux and 104 on macOS, NUL included.
 MAX_SOCKET_PATH = 103
