@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from volee_desktop.config import DiscoveryConfig
@@ -35,7 +36,9 @@ from volee_desktop.core.model import Harness
 from volee_desktop.core.reconcile import ListedSession, Listing
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import Coarse
-from volee_desktop.daemon.discovery import Discovery, Observation, SystemLister
+from volee_desktop.daemon.context import Clients
+from volee_desktop.daemon.discovery import Discovery
+from volee_desktop.daemon.listers import Observation, SystemLister
 from volee_desktop.daemon.service import Service
 from volee_desktop.store.memory import MemoryLog
 from volee_desktop.store.records import Record
@@ -126,6 +129,9 @@ class SimClock:
         self.t += timeout
         await asyncio.sleep(0)
 
+    def call_at(self, when: float, fn: Callable[[], None]) -> None:
+        raise NotImplementedError("discovery sets no timers")
+
 
 async def simulate(interactive: bool, changing: bool, wall: float) -> int:
     """Listings the real loop makes in one simulated hour."""
@@ -152,9 +158,10 @@ async def simulate(interactive: bool, changing: bool, wall: float) -> int:
         return Observation(listing, set())
 
     service = Service(MemoryLog(), Registry(), Record)
-    loop = Discovery(service, DiscoveryConfig(), lister, clock)
+    clients = Clients()
+    loop = Discovery(service, DiscoveryConfig(), lister, clock, clients)
     if interactive:
-        loop.on_interactive()
+        clients.joined()
     task = asyncio.ensure_future(loop.run())
     await finished.wait()
     task.cancel()

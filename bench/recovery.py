@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.fakes.clock import FakeClock  # noqa: E402
 from volee_desktop.core import events as ev  # noqa: E402
 from volee_desktop.core import recovery as rules  # noqa: E402
 from volee_desktop.core.ids import AGENT  # noqa: E402
@@ -34,7 +35,6 @@ from volee_desktop.core.model import Harness, LaunchSettings  # noqa: E402
 from volee_desktop.core.registry import Registry  # noqa: E402
 from volee_desktop.core.states import AgentState  # noqa: E402
 from volee_desktop.daemon.ids import fresh  # noqa: E402
-from volee_desktop.daemon.recovery import FakeClock  # noqa: E402
 from volee_desktop.hosts import recordio  # noqa: E402
 from volee_desktop.hosts.records import HostRecord, host_alive, read_record  # noqa: E402
 
@@ -104,7 +104,7 @@ async def start_up(ids: list[str]) -> tuple[float, int, int, list[str]]:
     began = time.perf_counter()
     d = await Daemon.start(dirs(), serve=False)
     try:
-        runner = d.recovery  # type: ignore[attr-defined]
+        runner = d.recovery
         await asyncio.wait_for(runner.report.done.wait(), 30)
         running = [
             a

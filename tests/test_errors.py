@@ -59,13 +59,13 @@ def test_every_error_of_a_package_descends_from_its_root(package: str) -> None:
 
 
 def test_the_errors_named_in_issue_10_have_their_roots() -> None:
-    from volee_desktop.daemon import discovery, errors, forge, git
+    from volee_desktop.daemon import errors, forge, git, listers
     from volee_desktop.store import codec, integrity
     from volee_desktop.store.errors import StoreError
 
     assert issubclass(git.GitError, errors.Error)
     assert issubclass(forge.ForgeError, errors.Error)
-    assert issubclass(discovery.Error, errors.Error)
+    assert issubclass(listers.Error, errors.Error)
     assert issubclass(codec.CodecError, StoreError)
     assert issubclass(codec.CodecError, ValueError)  # still caught where a ValueError was
     assert issubclass(integrity.BadRecord, StoreError)

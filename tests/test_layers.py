@@ -3,8 +3,10 @@
 core imports only the stdlib (minus anything that does IO, reads the clock or
 draws randomness) and itself; store imports core, the stdlib and msgspec;
 hosts import only the stdlib (no asyncio, no psutil, no core); only app imports
-Qt or qasync.  Every import counts, including those under ``if TYPE_CHECKING``
-and ``importlib.import_module("...")`` with a literal name.
+Qt or qasync.  Inside every package the modules import each other without a circle
+(the import graph of each package is acyclic).  Every import counts, including those
+under ``if TYPE_CHECKING``, inside functions, and ``importlib.import_module("...")``
+with a literal name.
 """
 
 from __future__ import annotations
@@ -183,6 +185,71 @@ def offences(uses: Iterator[Use] | list[Use], allows: Callable[[str], bool]) -> 
     return [str(use) for use in uses if not allows(use.name)]
 
 
+def package_graph(sources: dict[str, tuple[str, str]]) -> dict[str, set[str]]:
+    """Which modules of one package each module imports: ``{module: {module, ...}}``.
+
+    ``sources`` maps the dotted name of each module of the package (not its ``__init__``)
+    to its (path, source).  ``from .git import x`` and ``from . import git`` both import git.
+    """
+    graph: dict[str, set[str]] = {name: set() for name in sources}
+    for name, (path, source) in sources.items():
+        for use in imports_in(source, name, path):
+            target = use.name
+            while target and target not in sources:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                graph[name].add(target)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other in a circle (Tarjan's strongly connected
+    components of more than one module), each sorted, in order of their first module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def packages() -> dict[str, dict[str, tuple[str, str]]]:
+    """Every package of volee_desktop with the (path, source) of each of its modules."""
+    found: dict[str, dict[str, tuple[str, str]]] = {}
+    for path, name, source in modules():
+        if path.name == "__init__.py":
+            found.setdefault(name, {})
+            continue
+        package = name.rpartition(".")[0]
+        found.setdefault(package, {})[name] = (str(path.relative_to(ROOT)), source)
+    return found
+
+
 def _report(title: str, found: list[str]) -> str:
     return f"{title} ({len(found)}):\n  " + "\n  ".join(found)
 
@@ -241,6 +308,19 @@ def test_hosts_import_only_the_stdlib() -> None:
     found = offences(module_imports("hosts"), hosts_allows)
     assert not found, _report(
         "hosts must import only the stdlib (no asyncio, psutil or core)", found
+    )
+
+
+def test_no_package_imports_itself_in_a_circle() -> None:
+    found = [
+        " -> ".join(member.rpartition(".")[2] for member in group) + f" (in {package})"
+        for package, sources in sorted(packages().items())
+        for group in circles(package_graph(sources))
+    ]
+    assert not found, _report(
+        "modules of one package import each other in a circle (the graph must be acyclic: "
+        "pass what a module needs to it, or move what both need to a third module)",
+        found,
     )
 
 
@@ -308,6 +388,29 @@ def test_the_core_rule_lists_every_offending_import() -> None:
         "core/fake.py:17: date.today() call",
         "core/fake.py:18: open() call",
     ]
+
+
+def test_circles_are_found_through_type_checking_and_function_imports() -> None:
+    sources = {
+        "p.main": ("p/main.py", "from . import agents\nfrom .leaf import x\n"),
+        "p.agents": ("p/agents.py", "from .recovery import Runner\n"),
+        "p.recovery": (
+            "p/recovery.py",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .main import Daemon\n",
+        ),
+        "p.missions": ("p/missions.py", "def f():\n    from .approval import A\n"),
+        "p.approval": ("p/approval.py", "from .missions import M\nfrom .leaf import y\n"),
+        "p.leaf": ("p/leaf.py", "import os\nfrom ..other import z\n"),
+    }
+    graph = package_graph(sources)
+    assert graph["p.main"] == {"p.agents", "p.leaf"}
+    assert graph["p.leaf"] == set()
+    assert circles(graph) == [
+        ["p.agents", "p.main", "p.recovery"],
+        ["p.approval", "p.missions"],
+    ]
+    del sources["p.recovery"]
+    assert circles(package_graph(sources)) == [["p.approval", "p.missions"]]
 
 
 def test_relative_imports_resolve_from_a_package_init() -> None:

@@ -346,7 +346,7 @@ async def test_restart_adopts_the_live_host_and_never_starts_a_second(rig: Rig) 
     assert any(isinstance(e, ev.HostAdopted) for e in rig.events(view["id"]))
     assert view["id"] in rig.d.agents.watchers
     agent = rig.agent(view["id"])
-    plan = rig.d.profiles["claude"].launch(
+    plan = rig.d.agents.profiles["claude"].launch(
         agent.id,
         agent.launch,
         rig.d.agents.context(agent.id, "claude"),  # type: ignore[arg-type]

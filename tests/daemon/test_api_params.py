@@ -81,13 +81,13 @@ class ClosedConnection:
 async def test_a_subscriber_gone_before_its_reply_leaves_no_listener(daemon: Daemon) -> None:
     a = registered("a")
     await daemon.service.commit([a])
-    before = len(daemon.service._listeners)
+    before = daemon.service.listener_count
     conn = cast(Connection, ClosedConnection())
-    reply = await daemon.api.subscribe(conn, {"since": None, "interactive": False})
+    reply = await daemon.subscriptions.subscribe(conn, {"since": None, "interactive": False})
     assert isinstance(reply, Reply)
     # The server never runs ``after`` when the reply cannot be written: nothing else cleans up.
     await daemon.service.commit([ev.ActivityRecorded(at=2, agent=a.agent, activity="x")])
-    assert len(daemon.service._listeners) == before
+    assert daemon.service.listener_count == before
 
 
 @pytest.mark.parametrize("at", [float("nan"), float("inf"), True])
@@ -198,12 +198,12 @@ async def test_a_second_subscribe_on_one_connection_replaces_the_first_feed(
             got.set()
 
         client.on_push("event", on_event)
-        before = len(daemon.service._listeners)
+        before = daemon.service.listener_count
         await client.call("subscribe", {"since": 1, "interactive": False})
         # The app resyncs this way, on the same connection.
         await client.call("subscribe", {"since": 1, "interactive": False})
         deadline = asyncio.get_running_loop().time() + 5
-        while len(daemon.service._listeners) != before + 1:  # one feed, not two
+        while daemon.service.listener_count != before + 1:  # one feed, not two
             assert asyncio.get_running_loop().time() < deadline, "the first feed still listens"
             await asyncio.sleep(0.01)
         await daemon.service.commit([ev.ActivityRecorded(at=2, agent=a.agent, activity="x")])
@@ -299,10 +299,10 @@ async def test_a_snapshot_of_four_byte_characters_still_fits_the_push_limit(
 def test_spawn_params_of_the_wrong_type_are_a_bad_request(
     params: dict[str, object], word: str
 ) -> None:
-    from volee_desktop.daemon.agents import check_spawn_params
+    from volee_desktop.daemon.params import spawn_request
     from volee_desktop.ipc.protocol import ErrorCode, IpcError
 
     with pytest.raises(IpcError) as info:
-        check_spawn_params(params)
+        spawn_request(params)
     assert info.value.code == ErrorCode.BAD_REQUEST
     assert word in str(info.value)

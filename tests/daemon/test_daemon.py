@@ -224,7 +224,7 @@ async def test_a_corrupt_record_refuses_start_naming_file_position_backup_and_re
     await d.service.commit([a])
     await d.service.commit([ev.ActivityRecorded(at=3, agent=a.agent, activity="x")])
     # No snapshot: the tail must be replayed from the log.
-    d.save_snapshot = _no_snapshot  # type: ignore[method-assign]
+    d.snapshots.save = _no_snapshot  # type: ignore[method-assign]
     await d.close()
     with sqlite3.connect(folders.events_db) as conn:
         conn.execute("UPDATE events SET payload = ? WHERE seq = 2", (b'{"broken": tru',))

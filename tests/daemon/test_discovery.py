@@ -157,7 +157,7 @@ def _named_process(name: str, cwd: Path) -> subprocess.Popen[bytes]:
 def test_live_codex_and_pi_processes_become_independent_agents(
     short_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from volee_desktop.daemon.discovery import scan_processes
+    from volee_desktop.daemon.listers import scan_processes
 
     monkeypatch.delenv("CODEX_HOME", raising=False)
     home, project = short_root / "h", short_root / "p"
@@ -292,20 +292,21 @@ async def test_interactive_subscriptions_are_counted_until_they_end(
     listed_daemon: tuple[Daemon, Path],
 ) -> None:
     daemon, _ = listed_daemon
-    discovery = daemon.discovery  # type: ignore[attr-defined]
+    clients = daemon.clients
     client = await AsyncClient.connect(daemon.dirs.socket)
     try:
         await client.call("subscribe", {"since": None})
         deadline = time.monotonic() + 5
-        while discovery.interactive != 1 and time.monotonic() < deadline:
+        while clients.count != 1 and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
-        assert discovery.interactive == 1
+        assert clients.count == 1
+        assert daemon.discovery.status()["interactive_clients"] == 1
     finally:
         await client.close()
     deadline = time.monotonic() + 5
-    while discovery.interactive != 0 and time.monotonic() < deadline:
+    while clients.count != 0 and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
-    assert discovery.interactive == 0
+    assert clients.count == 0
 
 
 async def test_a_claude_without_agents_json_turns_discovery_off_and_says_why(
@@ -366,14 +367,15 @@ async def test_a_client_is_interactive_only_while_it_says_someone_looks(
     listed_daemon: tuple[Daemon, Path],
 ) -> None:
     daemon, _ = listed_daemon
-    discovery = daemon.discovery  # type: ignore[attr-defined]
+    discovery = daemon.discovery
     client = await AsyncClient.connect(daemon.dirs.socket)
 
     async def interactive_becomes(n: int) -> None:
         deadline = time.monotonic() + 5
-        while discovery.interactive != n and time.monotonic() < deadline:
+        while daemon.clients.count != n and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
-        assert discovery.interactive == n
+        assert daemon.clients.count == n
+        assert discovery.status()["interactive_clients"] == n
 
     try:
         await client.call("subscribe", {"since": None, "interactive": False})

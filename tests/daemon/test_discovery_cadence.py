@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from tests.fakes.clock import FakeClock
 from volee_desktop.config import DiscoveryConfig
 from volee_desktop.core import events as ev
 from volee_desktop.core.ids import AGENT, new_id
@@ -17,12 +18,9 @@ from volee_desktop.core.model import Harness
 from volee_desktop.core.reconcile import ListedSession, Listing
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import Coarse
-from volee_desktop.daemon.discovery import (
-    Discovery,
-    ListingFailed,
-    Observation,
-    Unavailable,
-)
+from volee_desktop.daemon.context import Clients
+from volee_desktop.daemon.discovery import Discovery
+from volee_desktop.daemon.listers import ListingFailed, Observation, Unavailable
 from volee_desktop.daemon.service import Service
 from volee_desktop.store.memory import MemoryLog
 from volee_desktop.store.records import Record
@@ -30,40 +28,6 @@ from volee_desktop.store.records import Record
 CONFIG = DiscoveryConfig(
     discovery_interval=2.0, max_discovery_interval=10.0, idle_discovery_interval=30.0
 )
-
-
-class FakeClock:
-    """Stands still until ``advance``; ``wait`` returns on the event or when time passes."""
-
-    def __init__(self, start: float = 1_800_000_000.0) -> None:
-        self.t = start
-        self._sleepers: list[tuple[float, asyncio.Future[None], int]] = []
-        self.serial = 0
-
-    def now(self) -> float:
-        return self.t
-
-    async def wait(self, event: asyncio.Event, timeout: float) -> None:
-        future = asyncio.get_running_loop().create_future()
-        self.serial += 1
-        entry = (self.t + timeout, future, self.serial)
-        self._sleepers.append(entry)
-        waiter = asyncio.ensure_future(event.wait())
-        try:
-            await asyncio.wait({future, waiter}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
-            self._sleepers.remove(entry)
-
-    def sleeping(self, after: int = 0) -> list[float]:
-        """How long each pending wait (begun after wait number ``after``) still has to go."""
-        return [due - self.t for due, _, n in self._sleepers if n > after]
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-        for due, future, _ in self._sleepers:
-            if due <= self.t + 1e-9 and not future.done():
-                future.set_result(None)
 
 
 @dataclass
@@ -115,6 +79,7 @@ class Rig:
     lister: FakeLister
     discovery: Discovery
     service: Service
+    clients: Clients
     seen: int = 0
     first_wait: float = 0.0
 
@@ -144,9 +109,10 @@ async def rig() -> AsyncIterator[Rig]:
     clock = FakeClock()
     lister = FakeLister(clock, [listing()])
     service = Service(MemoryLog(), Registry(), Record)
-    discovery = Discovery(service, CONFIG, lister, clock)
+    clients = Clients()
+    discovery = Discovery(service, CONFIG, lister, clock, clients)
     task = asyncio.ensure_future(discovery.run())
-    rig = Rig(clock, lister, discovery, service)
+    rig = Rig(clock, lister, discovery, service, clients)
     rig.first_wait = await rig.waits()  # after the listing at start
     yield rig
     task.cancel()
@@ -164,7 +130,7 @@ async def test_lists_at_start_then_every_thirty_seconds_with_no_interactive_clie
 
 
 async def test_an_interactive_subscription_lists_at_once_then_backs_off_to_ten(rig: Rig) -> None:
-    rig.discovery.on_interactive()
+    rig.clients.joined()
     await until(lambda: len(rig.lister.calls) == 2, "a listing for the new subscription")
     assert rig.lister.calls[1] == rig.lister.calls[0]  # at once: no time passed
 
@@ -178,7 +144,7 @@ async def test_an_interactive_subscription_lists_at_once_then_backs_off_to_ten(r
 async def test_a_listing_that_changed_something_brings_the_two_second_wait_back(
     rig: Rig,
 ) -> None:
-    rig.discovery.on_interactive()
+    rig.clients.joined()
     await rig.waits()
     await rig.next_listing(2.0)
     assert await rig.waits() == 4.0
@@ -191,9 +157,9 @@ async def test_a_listing_that_changed_something_brings_the_two_second_wait_back(
 
 
 async def test_no_interactive_client_left_means_the_idle_wait(rig: Rig) -> None:
-    rig.discovery.on_interactive()
+    rig.clients.joined()
     await rig.waits()
-    rig.discovery.on_interactive_end()
+    rig.clients.left()
 
     await rig.next_listing(2.0)
 
@@ -201,7 +167,7 @@ async def test_no_interactive_client_left_means_the_idle_wait(rig: Rig) -> None:
 
 
 async def test_refresh_lists_at_once_and_resets_the_wait(rig: Rig) -> None:
-    rig.discovery.on_interactive()
+    rig.clients.joined()
     await rig.waits()
     for wait in (2.0, 4.0):
         await rig.next_listing(wait)
@@ -247,7 +213,7 @@ async def test_hook_events_never_shorten_the_wait(rig: Rig) -> None:
 async def test_a_failing_listing_changes_nothing_and_is_logged_once(
     rig: Rig, caplog: pytest.LogCaptureFixture
 ) -> None:
-    rig.discovery.on_interactive()
+    rig.clients.joined()
     await rig.waits()
     caplog.set_level(logging.INFO, logger="volee_desktop.daemon.discovery")
     boom = ListingFailed("claude agents timed out")
@@ -275,7 +241,7 @@ async def test_claude_too_old_turns_discovery_off_and_refresh_says_why() -> None
     reason = "Claude Code at /x/claude cannot list its sessions (unknown option '--json')"
     lister = FakeLister(clock, [Unavailable(reason)])
     service = Service(MemoryLog(), Registry(), Record)
-    discovery = Discovery(service, CONFIG, lister, clock)
+    discovery = Discovery(service, CONFIG, lister, clock, Clients())
 
     await asyncio.wait_for(discovery.run(), 5)  # returns: discovery is off
 
@@ -287,6 +253,8 @@ async def test_claude_too_old_turns_discovery_off_and_refresh_says_why() -> None
 
 async def test_claude_missing_means_no_loop_and_an_immediate_answer() -> None:
     service = Service(MemoryLog(), Registry(), Record)
-    discovery = Discovery(service, CONFIG, None, FakeClock(), off="Claude Code not found")
+    discovery = Discovery(
+        service, CONFIG, None, FakeClock(), Clients(), off="Claude Code not found"
+    )
 
     assert await discovery.refresh() == {"listed": False, "reason": "Claude Code not found"}

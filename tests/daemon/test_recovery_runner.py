@@ -2,6 +2,8 @@
 
 The clock only decides when a waiting restart falls due: the programs, hosts, records
 and events are real.  Each test crashes a turn for real (the fake harness's tool kills it).
+The fake clock starts at the real time and stands still: the hooks of the real programs carry
+the real time, later than every event the daemon stamps.
 """
 
 from __future__ import annotations
@@ -12,20 +14,20 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fakes.clock import FakeClock
 from volee_desktop.core import events as ev
 from volee_desktop.core import recovery as rules
 from volee_desktop.core.model import VOLEE, Agent, MessageKind
 from volee_desktop.core.states import AgentState
-from volee_desktop.daemon import recovery
 from volee_desktop.daemon.errors import Refused
 from volee_desktop.daemon.main import Daemon
-from volee_desktop.daemon.recovery import FakeClock, RecoveryRunner
 from volee_desktop.paths import dirs
 
 FAKE_CLAUDE = Path(__file__).resolve().parents[1] / "fakes" / "fake-claude"
@@ -36,10 +38,8 @@ pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock(start=2_000_000_000.0)
-    monkeypatch.setattr(recovery, "CLOCK_FACTORY", lambda: fake)
-    return fake
+def clock() -> FakeClock:
+    return FakeClock(start=time.time())
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def project(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 @pytest.fixture
 async def daemon(clock: FakeClock, project: Path) -> AsyncIterator[Daemon]:
-    d = await Daemon.start(dirs())
+    d = await Daemon.start(dirs(), clock=clock)
     yield d
     await d.close()
 
@@ -79,11 +79,6 @@ def kill(record: dict[str, Any]) -> None:
 def kill_all_hosts() -> None:
     for record in records():
         kill(record)
-
-
-def runner(d: Daemon) -> RecoveryRunner:
-    r: RecoveryRunner = d.recovery  # type: ignore[attr-defined]
-    return r
 
 
 async def until(what: str, cond: Callable[[], Any], timeout: float = 15.0) -> Any:
@@ -147,9 +142,8 @@ async def test_m38_when_due_it_resumes_with_continue_as_a_volee_notice(
     daemon: Daemon, project: Path, clock: FakeClock
 ) -> None:
     a = await crashed(daemon, project)
-    clock.advance(0.5)
-    await asyncio.sleep(0.1)
-    assert len(host_starts(daemon, a.id)) == 1  # not due yet
+    assert clock.advance(0.5) == 0  # not due yet: no timer ran
+    assert len(host_starts(daemon, a.id)) == 1
     clock.advance(0.5)
     started = await until("the restart", lambda: host_starts(daemon, a.id)[1:])
     assert (started[0].how, started[0].automatic) == ("restart", True)
@@ -173,8 +167,7 @@ async def test_m38_stop_cancels_a_waiting_restart(
     a = await crashed(daemon, project)
     await daemon.agents.stop(a, reason="")
     assert clock.pending() == []
-    clock.advance(60)
-    await asyncio.sleep(0.2)
+    assert clock.advance(60) == 0
     assert len(host_starts(daemon, a.id)) == 1
     after = agent(daemon, a.id)
     assert (after.state, after.restart) == (AgentState.STOPPED, None)
@@ -187,8 +180,7 @@ async def test_m38_forget_cancels_a_waiting_restart(
     a = await crashed(daemon, project)
     await daemon.agents.api_forget(None, {"agent": a.id})  # type: ignore[arg-type]
     assert clock.pending() == []
-    clock.advance(60)
-    await asyncio.sleep(0.2)
+    assert clock.advance(60) == 0
     assert a.id not in daemon.service.registry.agents
     assert not any(r["agent"] == a.id for r in records())
 
@@ -204,9 +196,8 @@ async def test_m38_a_message_replaces_the_waiting_restart_without_the_budget(
     after = agent(daemon, a.id)
     assert after.restart is None
     assert after.restarts_in_row == 1  # neither counted nor given back
-    clock.advance(60)
-    await asyncio.sleep(0.2)
-    assert len(host_starts(daemon, a.id)) == 2  # the timer did not start a second host
+    assert clock.advance(60) == 0  # the timer did not start a second host
+    assert len(host_starts(daemon, a.id)) == 2
 
 
 async def test_m38_a_start_that_fails_leaves_the_waiting_restart(
@@ -243,7 +234,7 @@ async def test_m38_a_pending_restart_survives_a_daemon_restart(
 ) -> None:
     a = await crashed(daemon, project)
     await daemon.close()
-    again = await Daemon.start(dirs())
+    again = await Daemon.start(dirs(), clock=clock)
     try:
         assert clock.pending() == [agent(again, a.id).restart.due_at]  # type: ignore[union-attr]
         clock.advance(1)
@@ -275,7 +266,7 @@ async def test_m38_a_host_vanishing_under_a_working_run_is_restarted(
 async def test_m38_the_budget_comes_back_after_a_normal_turn(
     daemon: Daemon, project: Path, clock: FakeClock
 ) -> None:
-    runner(daemon).min_uptime = 0.0  # the minute of uptime, shortened for the test
+    daemon.recovery.min_uptime = 0.0  # the minute of uptime, shortened for the test
     a = await crashed(daemon, project)
     clock.advance(1)
     # The restarted turn (the "continue" prompt) ends normally: Stop -> done.
@@ -287,7 +278,7 @@ async def test_m38_the_budget_comes_back_after_a_normal_turn(
 async def test_m38_past_the_budget_it_fails_with_the_reason(
     daemon: Daemon, project: Path, clock: FakeClock
 ) -> None:
-    runner(daemon).policy = rules.Policy(restart_delays=(1.0,))
+    daemon.exits.policy = rules.Policy(restart_delays=(1.0,))
     a = await spawn(daemon, project, "", harness="generic", argv=["sh", "-c", "sleep 0.2; exit 3"])
     await until("a restart", lambda: _waiting(daemon, a.id))
     clock.advance(1)

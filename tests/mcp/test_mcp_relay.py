@@ -63,7 +63,7 @@ async def test_the_lean_relay_serves_the_tools_for_its_agent(
         posted = await tool(session, "post_message", to=["human"], body="from the relay")
         message = daemon.service.registry.messages[posted["message"]]
         assert (message.sender, message.body) == (me, "from the relay")
-    assert daemon.mcp.status()["opened"] == 1  # type: ignore[attr-defined]
+    assert daemon.mcp.status()["opened"] == 1
 
 
 async def test_a_daemon_restart_keeps_the_session_and_the_gap_is_an_error(

@@ -30,6 +30,10 @@ class Harness(StrEnum):
         return self is not Harness.GENERIC
 
 
+#: The harness of an agent when none is named (``volee spawn``, a mission's coordinator, a hook).
+DEFAULT_HARNESS = Harness.CLAUDE
+
+
 class Role(StrEnum):
     """What an agent is for."""
 

@@ -3,8 +3,8 @@
 Hosts are separate processes (``volee_desktop.hosts``); this base of the agents runner starts
 them in a thread (the launcher blocks until the program started), keeps one watch connection
 per live host to learn when its program ends, and turns what it sees into events.  What happens
-after an end (restart, interruption) is the recovery runner's decision, reached through
-``on_exit`` / ``on_vanished``.
+after an end (restart, interruption) is the decision of the end policy it is built with
+(``recovery.Exits``), reached through its ``on_exit`` / ``on_vanished``.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..core import events as ev
 from ..core.model import Agent, Harness
@@ -31,11 +31,9 @@ from ..hosts.errors import Error as HostsError
 from ..hosts.launcher import HostClient, launch_host
 from ..hosts.records import HostRecord, host_alive, read_record, record_path
 from ..paths import ensure_private_dir
+from .context import Context
 from .errors import Refused
 from .ids import session_uuid
-
-if TYPE_CHECKING:
-    from .main import Daemon
 
 log = logging.getLogger(__name__)
 
@@ -45,19 +43,29 @@ MCP_RELAY = Path(__file__).resolve().parents[1] / "mcp" / "relay.py"
 GONE_CHECKS = 40
 GONE_CHECK_PAUSE = 0.05  # seconds: 2 s in all before a live host is watched again
 
-ExitHandler = Callable[[Agent, HostRecord], Awaitable[None]]
+
+class EndPolicy(Protocol):
+    """What an agent's end leads to (``recovery.Exits``): a plain end, a restart, a resume."""
+
+    async def on_exit(self, agent: Agent, record: HostRecord) -> None:
+        """The program ended: ``record.exit`` says how."""
+        ...
+
+    async def on_vanished(self, agent: Agent, record: HostRecord) -> None:
+        """The host went away without an exit status."""
+        ...
 
 
 class AgentHosts:
     """Launches and watches the hosts of agents; the commands live in ``AgentsRunner``."""
 
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
-        self.service = daemon.service
-        self.profiles: dict[str, Profile] = daemon.profiles
+    def __init__(self, ctx: Context, profiles: Mapping[str, Profile], ends: EndPolicy) -> None:
+        self.service = ctx.service
+        self.dirs = ctx.dirs
+        self.clock = ctx.clock
+        self.profiles = profiles
+        self.ends = ends
         self.watchers: dict[str, asyncio.Task[None]] = {}
-        self.on_exit: ExitHandler = self._default_exit
-        self.on_vanished: ExitHandler = self._default_vanished
         self.volee_cmd: tuple[str, ...] = (sys.executable, "-m", "volee_desktop.cli")
         # Hooks run the shim file itself with -I -S: no site start-up, no package import; a
         # third of `volee hook`'s CPU on every hook of every agent (docs/decisions.md D5).
@@ -78,16 +86,16 @@ class AgentHosts:
 
     @property
     def hosts_dir(self) -> Path:
-        return self.daemon.dirs.hosts
+        return self.dirs.hosts
 
     def record_of(self, agent_id: str) -> Path:
         return record_path(self.hosts_dir, agent_id)
 
     def socket_of(self, agent_id: str) -> Path:
-        return self.daemon.dirs.runtime / "hosts" / f"{agent_id[-10:]}.sock"
+        return self.dirs.runtime / "hosts" / f"{agent_id[-10:]}.sock"
 
     def files_of(self, agent_id: str) -> Path:
-        return self.daemon.dirs.state / "agents" / agent_id
+        return self.dirs.state / "agents" / agent_id
 
     def make_files_dir(self, agent_id: str) -> Path:
         """The agent's files folder, created 0700 in an ``agents/`` folder that is 0700 too."""
@@ -96,7 +104,11 @@ class AgentHosts:
         return ensure_private_dir(files)
 
     def now(self) -> float:
-        return time.time()
+        return self.clock.now()
+
+    def is_starting(self, agent_id: str) -> bool:
+        """Whether a start of the agent is under way (another start is refused meanwhile)."""
+        return agent_id in self._starting
 
     # --- launching -------------------------------------------------------------------------
 
@@ -120,8 +132,8 @@ class AgentHosts:
     def agent_env(self, agent: Agent, plan: LaunchPlan) -> dict[str, str]:
         env = dict(plan.env)
         env["VOLEE_AGENT"] = agent.id
-        env["VOLEE_SOCKET"] = str(self.daemon.dirs.socket)
-        env["VOLEE_SPOOL"] = str(self.daemon.dirs.spool)
+        env["VOLEE_SOCKET"] = str(self.dirs.socket)
+        env["VOLEE_SPOOL"] = str(self.dirs.spool)
         env["VOLEE_HARNESS"] = str(agent.harness)
         env["VOLEE_HOME"] = os.environ.get("VOLEE_HOME", "") or env.get("VOLEE_HOME", "")
         if not env["VOLEE_HOME"]:
@@ -137,7 +149,7 @@ class AgentHosts:
         if agent.id in self._starting:
             raise Refused(f"agent {agent.name} is already being started")
         record = self.record_of(agent.id)
-        old = await asyncio.to_thread(_read_quietly, record)
+        old = await asyncio.to_thread(read_quietly, record)
         if old is not None and host_alive(old):
             if old.exit is None:
                 raise Refused(f"agent {agent.name} already runs in host {old.host_pid}")
@@ -266,39 +278,20 @@ class AgentHosts:
         # The watch connection closes while a killed host is still exiting: give the kernel a
         # moment to finish it (or the host a moment to write the exit) before judging.
         for _ in range(GONE_CHECKS):
-            record = await asyncio.to_thread(_read_quietly, self.record_of(agent_id))
+            record = await asyncio.to_thread(read_quietly, self.record_of(agent_id))
             agent = self.service.current().agents.get(agent_id)
             if agent is None or record is None:
                 return
             if record.exit is not None:
-                await self.on_exit(agent, record)
+                await self.ends.on_exit(agent, record)
                 return
             if not host_alive(record):
-                await self.on_vanished(agent, record)
+                await self.ends.on_vanished(agent, record)
                 return
             await asyncio.sleep(GONE_CHECK_PAUSE)
         # Still alive with no exit: the host closed this connection for another reason.
         if record is not None:
             self.watch(agent_id, record)
-
-    async def _default_exit(self, agent: Agent, record: HostRecord) -> None:
-        await self.service.commit(exit_events(agent, record, self.now()))
-
-    async def _default_vanished(self, agent: Agent, record: HostRecord) -> None:
-        at = self.now()
-        await self.service.commit(
-            [
-                ev.InterruptionDetected(
-                    at=at, agent=agent.id, cause="host-stopped", state=agent.state
-                ),
-                ev.StateChanged(
-                    at=at,
-                    agent=agent.id,
-                    state=AgentState.STOPPED,
-                    detail="interrupted: volee's host was stopped",
-                ),
-            ]
-        )
 
     # --- start-up --------------------------------------------------------------------------
 
@@ -309,7 +302,7 @@ class AgentHosts:
         if not self.hosts_dir.is_dir():
             return gone
         for path in sorted(self.hosts_dir.glob("ag_*.json")):
-            record = await asyncio.to_thread(_read_quietly, path)
+            record = await asyncio.to_thread(read_quietly, path)
             if record is None:
                 continue
             agent = registry.agents.get(record.agent)
@@ -323,38 +316,13 @@ class AgentHosts:
                 self.watch(agent.id, record)
             elif record.exit is not None:
                 if agent.state.live or agent.pid is not None:
-                    await self.on_exit(agent, record)
+                    await self.ends.on_exit(agent, record)
             elif record.program_pid is not None and record.error is None:
                 gone.append((agent, record))
         return gone
 
 
-def exit_events(agent: Agent, record: HostRecord, at: float) -> list[ev.Event]:
-    """Events for a program that ended (without any restart decision)."""
-    status = record.exit
-    assert status is not None
-    during = agent.state in (AgentState.WORKING, AgentState.LAUNCHING)
-    exited = ev.ProgramExited(
-        at=at,
-        agent=agent.id,
-        code=status.code,
-        signal=status.killed_by,
-        during_turn=during,
-    )
-    events: list[ev.Event] = [exited]
-    if agent.held or status.stop_requested:
-        state, detail = AgentState.STOPPED, agent.detail or "stopped by you"
-    elif exited.crashed:
-        state, detail = AgentState.FAILED, exited.description
-    else:
-        state = AgentState.STOPPED
-        detail = agent.detail if agent.state is AgentState.STOPPED else "exited"
-    if state is not agent.state or detail != agent.detail:
-        events.append(ev.StateChanged(at=at, agent=agent.id, state=state, detail=detail))
-    return events
-
-
-def _type_keys(client: HostClient, keys: bytes) -> None:
+def type_keys(client: HostClient, keys: bytes) -> None:
     """Type ``keys`` as they are (no paste, no Enter), as an attached terminal would."""
     with client.open_stream() as stream:
         stream.write(keys)
@@ -380,7 +348,7 @@ def _end_linger(record: HostRecord, path: Path, timeout: float = 5.0) -> bool:
     return True
 
 
-def _read_quietly(path: Path) -> HostRecord | None:
+def read_quietly(path: Path) -> HostRecord | None:
     try:
         return read_record(path)
     except HostsError as exc:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..core import events as ev
 from ..core.delivery import delivered_by_merge
@@ -31,16 +31,17 @@ from ..core.model import (
 )
 from ..core.supervisor import APPROVING_DEFAULT, Notice, workers_of
 from ..ipc.protocol import ErrorCode, IpcError
-from ..ipc.server import Connection
+from ..ipc.server import Connection, MethodTable
 from . import git
+from .context import Tasks
 from .errors import Refused
+from .evidence import Evidence
 from .forge import Forge, ForgeError
 from .ids import fresh
+from .messages import Messages
 from .params import agent_param, mission_param, strings, text
+from .service import Service
 from .views import mission_view, resolve_mission
-
-if TYPE_CHECKING:
-    from .missions import MissionsRunner
 
 log = logging.getLogger(__name__)
 
@@ -48,18 +49,38 @@ log = logging.getLogger(__name__)
 MERGE_WAIT = 240.0
 
 
+class Rounds(Protocol):
+    """Supervision rounds (``MissionsRunner``): an approval waits for one and commits as one."""
+
+    async def supervise_now(self, mission_id: str) -> None:
+        """Run a supervision round of the mission now."""
+        ...
+
+    async def commit_own(self, events: list[ev.Event]) -> None:
+        """Commit events that trigger no supervision round."""
+        ...
+
+
 class Approval:
     """``missions.request_approval`` and ``missions.answer``, and merging approved work."""
 
-    def __init__(self, runner: MissionsRunner) -> None:
-        self.runner = runner
-        self.service = runner.service
+    def __init__(
+        self,
+        service: Service,
+        tasks: Tasks,
+        rounds: Rounds,
+        messages: Messages,
+        evidence: Evidence,
+        methods: MethodTable,
+    ) -> None:
+        self.service = service
+        self.tasks = tasks
+        self.rounds = rounds
+        self.messages = messages
+        self.evidence = evidence
         self._merging: dict[str, asyncio.Task[Any]] = {}
-
-    def install(self) -> None:
-        """Register the IPC methods."""
-        self.runner.daemon.api.add("missions.request_approval", self.api_request_approval)
-        self.runner.daemon.api.add("missions.answer", self.api_answer)
+        methods.add("missions.request_approval", self.api_request_approval)
+        methods.add("missions.answer", self.api_answer)
 
     # --- the report and the answer ---------------------------------------------------------
 
@@ -88,7 +109,7 @@ class Approval:
                 "name one of the options"
             )
         now = time.time()
-        thread, opened = self.runner.messages.mission_thread(registry, mission, now)
+        thread, opened = self.messages.mission_thread(registry, mission, now)
         message_id = fresh(MESSAGE)
         await self.service.commit(
             [
@@ -154,11 +175,11 @@ class Approval:
         )
         # The supervisor answers in the same breath; wait for it so the reply shows the result,
         # and for the merges an approval starts (bounded: the reply says if they still run).
-        await self.runner.supervise_now(mission.id)
+        await self.rounds.supervise_now(mission.id)
         merging = self._merging.get(mission.id)
         if merging is not None:
             await asyncio.wait({merging}, timeout=MERGE_WAIT)
-            await self.runner.supervise_now(mission.id)
+            await self.rounds.supervise_now(mission.id)
         registry = self.service.current()
         view = mission_view(registry.missions[mission.id], registry)
         view["answer"] = message_id
@@ -177,7 +198,7 @@ class Approval:
             finally:
                 self._merging.pop(mission_id, None)
 
-        self._merging[mission_id] = self.runner.daemon.spawn_task(run(), f"merge {mission_id}")
+        self._merging[mission_id] = self.tasks.spawn(run(), f"merge {mission_id}")
 
     async def merge_all(self, mission_id: str) -> None:
         """Merge every worker's branch of an approved mission; back to reporting on failure."""
@@ -185,7 +206,7 @@ class Approval:
         mission = registry.missions[mission_id]
         if mission.kind is not MissionKind.CHANGE:
             return
-        evidence = self.runner.evidence
+        evidence = self.evidence
         forge: Forge | None = None
         problems: list[str] = []
         workers = workers_of(registry, mission)
@@ -227,9 +248,9 @@ class Approval:
             at=now, mission=mission.id, status=MissionStatus.REPORTING, reason=reason
         )
         told = Notice(recipients=(mission.coordinator or HUMAN, HUMAN), body=reason)
-        outbox = self.runner.messages.notices(registry, mission, [told], now)
-        await self.runner.commit_own([update, *outbox.events])
-        self.runner.messages.deliver(outbox)
+        outbox = self.messages.notices(registry, mission, [told], now)
+        await self.rounds.commit_own([update, *outbox.events])
+        self.messages.deliver(outbox)
 
 
 def needs_forge(d: Delivery) -> bool:

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..ipc.protocol import ErrorCode, IpcError
-from ..ipc.server import Connection
+from ..ipc.server import Connection, MethodTable
 from . import git
-from .views import resolve_agent
-
-if TYPE_CHECKING:
-    from .main import Daemon
+from .params import agent_param, flag
+from .service import Service
 
 DIFF_LIMIT = 256 * 1024  # characters of diff sent at most (a message is at most 1 MiB)
 
@@ -81,19 +79,13 @@ def changes(tree: str | Path, base: str, branch: str, with_diff: bool = False) -
 class Changes:
     """The ``agents.changes`` IPC method (see docs/ipc.md)."""
 
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
-        self.service = daemon.service
-
-    def install(self) -> None:
-        self.daemon.api.add("agents.changes", self.api_changes)
+    def __init__(self, service: Service, methods: MethodTable) -> None:
+        self.service = service
+        methods.add("agents.changes", self.api_changes)
 
     async def api_changes(self, _conn: Connection, params: dict[str, Any]) -> Any:
-        ref = params.get("agent")
-        if not isinstance(ref, str) or not ref:
-            raise IpcError(ErrorCode.BAD_REQUEST, "parameter 'agent' must name an agent")
         registry = self.service.current()
-        agent = resolve_agent(registry, ref)
+        agent = agent_param(registry, params)
         mission = registry.missions.get(agent.mission) if agent.mission else None
         d = agent.delivery
         tree = agent.worktree or agent.cwd
@@ -102,7 +94,7 @@ class Changes:
             raise IpcError(ErrorCode.NOT_FOUND, f"{agent.name} has no folder to read git in")
         if not branch:
             raise IpcError(ErrorCode.NOT_FOUND, f"{agent.name} works on no branch")
-        with_diff = bool(params.get("diff"))
+        with_diff = flag(params, "diff", False)
 
         def read() -> dict[str, Any]:
             base = (mission.base_branch if mission else None) or (d.base if d else None)

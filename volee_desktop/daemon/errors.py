@@ -9,7 +9,7 @@
     ├── AlreadyRunning    another daemon holds this VOLEE_HOME
     ├── GitError          a git command failed (git.py)
     ├── ForgeError        the forge could not be asked or refused (forge.py)
-    ├── discovery.Error   a listing failed, or discovery is unavailable (discovery.py)
+    ├── listers.Error     a listing failed, or discovery is unavailable (listers.py)
     └── Broken            the log could not be written: the daemon stops taking writes
         └── NotWritten    a write failed cleanly (disk full): nothing kept, a retry can work
 """

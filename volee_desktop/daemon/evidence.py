@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from ..core import events as ev
 from ..core.model import Agent, Delivery, Mission, MissionKind, PushState, Role
@@ -22,10 +21,9 @@ from ..core.registry import Registry
 from ..core.states import AgentState
 from ..core.supervisor import workers_of
 from . import git
+from .context import Tasks
 from .forge import Forge, github_slug
-
-if TYPE_CHECKING:
-    from .main import Daemon
+from .service import Service
 
 STOPPED_STATES = (AgentState.IDLE, AgentState.DONE, AgentState.STOPPED)
 
@@ -42,9 +40,9 @@ def reads_evidence(mission: Mission, agent: Agent) -> bool:
 class Evidence:
     """Reads and records delivery evidence in the background or on request."""
 
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
-        self.service = daemon.service
+    def __init__(self, service: Service, tasks: Tasks) -> None:
+        self.service = service
+        self.tasks = tasks
         self.forge_factory = Forge.from_environment
         self._checking: set[str] = set()
         self._check_again: set[str] = set()
@@ -87,7 +85,7 @@ class Evidence:
             finally:
                 self._checking.discard(agent_id)
 
-        self.daemon.spawn_task(loop(), f"git check {agent_id}")
+        self.tasks.spawn(loop(), f"git check {agent_id}")
 
     def forge(self) -> Forge:
         """A forge client with the keyring's token as it is now (this blocks: call in a thread)."""

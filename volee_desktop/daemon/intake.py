@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import stat
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..atomicfile import write_atomic
 from ..core.events import StateChanged
-from ..core.registry import Registry
 from ..harness.base import PayloadError, Profile
+from .clock import Clock
 from .errors import Refused
+from .params import hook_request
 from .service import Service
 
 log = logging.getLogger(__name__)
@@ -31,45 +31,30 @@ class Intake:
     """Turns hook payloads into committed events."""
 
     def __init__(
-        self,
-        service: Service,
-        profiles: Mapping[str, Profile],
-        spool: Path,
-        clock: Callable[[], float] = time.time,
-        on_unowned: Callable[[str, dict[str, Any]], None] | None = None,
+        self, service: Service, profiles: Mapping[str, Profile], spool: Path, clock: Clock
     ) -> None:
         self._service = service
         self._profiles = profiles
         self.spool = spool
         self.rejected = spool / "rejected"
         self._clock = clock
-        self._on_unowned = on_unowned
         self.accepted = 0
         self.rejected_count = 0
 
-    def _view(self) -> Registry:
-        return self._service.current()
-
     async def hook(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Handle one hook request; always answers (accepted or kept with the reason)."""
-        name = params.get("event")
-        raw = params.get("payload")
-        key = params.get("key") if isinstance(params.get("key"), str) else None
-        at = params.get("received_at")
-        # NaN/inf would be stored as null and make the log unreadable at the next start.
-        when = self._clock()
-        if isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at):
-            when = float(at)
-        if not isinstance(name, str) or not name:
+        request = hook_request(params)
+        when = request.received_at if request.received_at is not None else self._clock.now()
+        if request.event is None:
             return self._reject(params, "no hook event name (run as `volee hook EVENT`)")
-        too_large = params.get("too_large")
-        if too_large:
+        if request.too_large:
             return self._reject(
                 params,
-                f"the hook payload is too large (over {too_large} bytes, the limit of "
+                f"the hook payload is too large (over {request.too_large} bytes, the limit of "
                 "`volee hook`); it was not read, so its events are lost",
             )
-        if not isinstance(raw, str):
+        raw = request.payload
+        if raw is None:
             return self._reject(params, "no payload text")
         try:
             payload = json.loads(raw) if raw.strip() else None
@@ -79,29 +64,26 @@ class Intake:
             return self._reject(params, "payload is nested too deeply to read (~1,000 levels)")
         if not isinstance(payload, dict):
             return self._reject(params, "payload is not a JSON object")
-        registry = self._view()
-        agent = None
-        agent_id = params.get("agent")
-        harness = params.get("harness") if isinstance(params.get("harness"), str) else "claude"
-        if isinstance(agent_id, str) and agent_id:
+        registry = self._service.current()
+        agent_id = request.agent
+        if agent_id is not None:
             agent = registry.agents.get(agent_id)
             if agent is None:
                 gone = registry.name_of(agent_id)
                 reason = f"agent {gone} was forgotten" if gone else f"unknown agent {agent_id}"
                 return self._reject(params, reason)
         else:
+            harness = request.harness
             session = payload.get("session_id")
-            owner = registry.owner_of(str(harness), session) if isinstance(session, str) else None
+            owner = registry.owner_of(harness, session) if isinstance(session, str) else None
             if owner is None:
-                if self._on_unowned is not None:
-                    self._on_unowned(str(harness), payload)
                 return self._reject(params, f"no agent owns {harness} session {session!r}")
             agent = registry.agents[owner]
         profile = self._profiles.get(agent.harness)
         if profile is None:
             return self._reject(params, f"no hook support for harness {agent.harness}")
         try:
-            events = profile.hook_events(agent, name, payload, when)
+            events = profile.hook_events(agent, request.event, payload, when)
         except PayloadError as exc:
             return self._reject(params, str(exc))
         # A payload that arrives late (spooled, then ingested at the next start; or overtaken
@@ -110,7 +92,7 @@ class Intake:
             e for e in events if not (isinstance(e, StateChanged) and e.at < agent.state_since)
         ]
         try:
-            await self._service.commit(events, key=key)
+            await self._service.commit(events, key=request.key)
         except Refused as exc:
             return self._reject(params, str(exc))
         self.accepted += 1
@@ -119,15 +101,15 @@ class Intake:
     def _reject(self, params: Mapping[str, Any], reason: str) -> dict[str, Any]:
         self.rejected_count += 1
         self.rejected.mkdir(mode=0o700, parents=True, exist_ok=True)
-        key = params.get("key")
-        stem = key if isinstance(key, str) and key.replace("-", "").isalnum() else None
+        key = hook_request(params).key
+        stem = key if key is not None and key.replace("-", "").isalnum() else None
         stem = stem or f"{time.time_ns()}-{os.getpid()}"
         record = {"reason": reason, "params": dict(params)}
         try:
             write_atomic(self.rejected / f"{stem}.json", json.dumps(record).encode())
         except OSError:
             log.exception("could not keep a rejected hook payload (%s)", reason)
-        log.warning("hook %s kept in %s: %s", params.get("event"), self.rejected, reason)
+        log.warning("hook %s kept in %s: %s", hook_request(params).event, self.rejected, reason)
         return {"accepted": False, "reason": reason}
 
     async def ingest_spool(self) -> int:
@@ -161,7 +143,7 @@ class Intake:
         return count
 
     def _clean_stale_tmp(self) -> None:
-        now = self._clock()
+        now = self._clock.now()
         for path in self.spool.glob(".*.tmp"):
             try:
                 st = path.lstat()
@@ -210,6 +192,3 @@ def _read_regular(path: Path, limit: int) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
-
-
-__all__ = ["Intake", "Refused"]

@@ -1,9 +1,14 @@
-"""The daemon's composition root: lock, log, registry, service, intake, IPC server, runners.
+"""The daemon's composition root: every part, built here in order, each given what it needs.
 
-``Daemon.start(dirs)`` brings it up on the running asyncio loop (plain
-asyncio for ``volee daemon run``, qasync inside the tray app);
-``await daemon.stopped()`` waits for a stop request; ``await daemon.close()``
-takes it down.  Hosts are separate processes and keep running.
+``Daemon.start(dirs)`` brings it up on the running asyncio loop (plain asyncio for
+``volee daemon run``, qasync inside the tray app): the lock, the config, the log and the
+registry, the service, hook intake (which hands over the spool first), then the runners,
+then the hosts still alive are taken back, then the IPC server serves.  ``await
+daemon.stopped()`` waits for a stop request; ``await daemon.close()`` takes it down.  Hosts
+are separate processes and keep running.
+
+Tests build the daemon the same way, with fakes for the seams: ``Daemon.start(dirs,
+clock=FakeClock(), lister=FakeLister())``.
 """
 
 from __future__ import annotations
@@ -12,98 +17,152 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from .. import __version__
 from ..config import Config, load_config
-from ..core.registry import Registry
 from ..harness.base import Profile
 from ..harness.claude import ClaudeProfile
 from ..harness.codex import CodexProfile
 from ..harness.generic import GenericProfile
 from ..harness.pi import PiProfile
-from ..ipc.server import IpcServer
+from ..ipc.server import Connection, IpcServer, MethodTable, Reply
 from ..paths import Dirs, ensure_private_dir
 from ..pidlock import PidLock
-from ..store.codec import SNAPSHOT_VERSION, CodecError, decode_registry, encode_registry
-from ..store.errors import StoreError
-from ..store.integrity import corrupt
 from ..store.log import EventLog
 from ..store.records import Record
+from .agents import AgentsRunner
+from .api import Api
+from .clock import Clock, LoopClock
+from .context import Clients, CloseHooks, Context, StatusBoard, Tasks
+from .discovery import Discovery
 from .errors import AlreadyRunning
 from .intake import Intake
-from .service import Service, replay
+from .listers import Lister, SystemLister, claude_binary
+from .mcphub import McpHub
+from .missions import MissionsRunner
+from .queries import Queries
+from .recovery import Exits, RecoveryRunner, policy_of
+from .service import Service
+from .snapshots import Snapshots, StartupFacts, load_registry
+from .subscriptions import Subscriptions
 
 log = logging.getLogger(__name__)
 
-SNAPSHOT_EVERY = 10_000
 # How often payloads the hook shim spooled while the daemon runs are handed over (seconds).
 SPOOL_EVERY = 10.0
 
-#: Runners added by later features (recovery, missions, discovery): each gets the daemon
-#: after the agents runner exists and before live hosts are adopted.
-RUNNER_FACTORIES: list[Callable[[Daemon], Awaitable[None]]] = []
 
-
-@dataclass
-class StartupFacts:
-    """What start-up found, for `volee daemon status` and logs."""
-
-    snapshot_seq: int = 0
-    replayed: int = 0
-    spooled: int = 0
-    seconds: float = 0.0
-    config_problems: list[str] = field(default_factory=list)
+def harness_profiles() -> dict[str, Profile]:
+    """One profile per harness volee knows."""
+    return {
+        "claude": ClaudeProfile(),
+        "codex": CodexProfile(),
+        "pi": PiProfile(),
+        "generic": GenericProfile(),
+    }
 
 
 class Daemon:
-    """One running daemon."""
+    """One running daemon: the parts ``start`` opened, and the runners built on them."""
 
     def __init__(
         self,
+        *,
         dirs: Dirs,
         config: Config,
-        event_log: EventLog,
-        service: Service,
         lock: PidLock,
+        event_log: EventLog,
         facts: StartupFacts,
+        service: Service,
+        tasks: Tasks,
+        snapshots: Snapshots,
+        profiles: dict[str, Profile],
+        intake: Intake,
+        clock: Clock,
+        lister: Lister | None,
     ) -> None:
         self.dirs = dirs
         self.config = config
-        self.log = event_log
-        self.service = service
         self.lock = lock
+        self.log = event_log
         self.facts = facts
+        self.service = service
+        self.tasks = tasks
+        self.snapshots = snapshots
+        self.intake = intake
+        self.clock = clock
         self.started_at = time.time()
-        self.profiles: dict[str, Profile] = {
-            "claude": ClaudeProfile(),
-            "codex": CodexProfile(),
-            "pi": PiProfile(),
-            "generic": GenericProfile(),
-        }
-        self.intake = Intake(service, self.profiles, dirs.spool)
         self.server: IpcServer | None = None
         self._stop = asyncio.Event()
-        self._since_snapshot = 0
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self.on_close: list[Callable[[], Awaitable[None]]] = []
-        self.on_interactive: Callable[[], None] | None = None
-        self.on_interactive_end: Callable[[], None] | None = None
-        self.after_adoption: list[Callable[[], Awaitable[None]]] = []
-        self.interrupted: list[Any] = []
-        self.status_parts: dict[str, Callable[[], Any]] = {}
-        service.listen(self._count_for_snapshot)
+
+        methods = MethodTable(f"this daemon ({__version__})")
+        self.api = Api(methods)
+        self.status_board = StatusBoard()
+        self.closing = CloseHooks()
+        ctx = Context(
+            service=service,
+            config=config,
+            dirs=dirs,
+            clock=clock,
+            tasks=tasks,
+            methods=methods,
+            status=self.status_board,
+            closing=self.closing,
+        )
+        # What an agent's end leads to: the hosts runner asks the recovery rules.
+        self.exits = Exits(service, clock, policy_of(config.agents))
+        self.agents = AgentsRunner(ctx, profiles, self.exits)
+        # Who is interactive: subscriptions count the clients, discovery lists sooner for them.
+        self.clients = Clients()
+        self.queries = Queries(service, event_log, methods)
+        self.subscriptions = Subscriptions(
+            service, tasks, self.clients, facts.config_problems, methods
+        )
+        self.discovery = self._discovery(lister)
+        methods.add("discovery.refresh", self.discovery.api_refresh)
+        self.status_board.add("discovery", self.discovery.status)
+        # The agents' MCP sessions run the daemon's methods on their relay's connection.
+        self.mcp = McpHub(ctx, self.api)
+        self.missions = MissionsRunner(ctx, self.agents)
+        self.recovery = RecoveryRunner(ctx, self.agents, self.exits)
+        methods.add("hook", self.api_hook)
+        methods.add("daemon.status", self.api_status)
+        methods.add("daemon.stop", self.api_stop)
+
+    def _discovery(self, lister: Lister | None) -> Discovery:
+        off = None
+        if lister is None:
+            binary = self.agents.binaries.get("claude") or claude_binary()
+            if binary is None:
+                off = "Claude Code not found: put `claude` on PATH or set VOLEE_CLAUDE_BIN"
+            else:
+                lister = SystemLister(binary)
+        return Discovery(
+            self.service, self.config.discovery, lister, self.clock, self.clients, off=off
+        )
 
     @classmethod
-    async def start(cls, dirs: Dirs, *, serve: bool = True) -> Daemon:
-        """Bring the daemon up (raises AlreadyRunning, CorruptLog, StoreError)."""
+    async def start(
+        cls,
+        dirs: Dirs,
+        *,
+        serve: bool = True,
+        clock: Clock | None = None,
+        lister: Lister | None = None,
+    ) -> Daemon:
+        """Bring the daemon up (raises AlreadyRunning, CorruptLog, StoreError).
+
+        ``clock`` and ``lister`` replace the real ones (tests); ``serve=False`` opens no socket.
+        """
         began = time.perf_counter()
         for folder in (dirs.state, dirs.runtime, dirs.logs, dirs.config, dirs.spool):
             ensure_private_dir(folder)
         ensure_private_dir(dirs.rejected)
         lock = PidLock(dirs.daemon_lock, AlreadyRunning).acquire()
+        clock = clock or LoopClock()
+        tasks = Tasks()
         event_log: EventLog | None = None
         daemon: Daemon | None = None
         try:
@@ -114,18 +173,36 @@ class Daemon:
             registry, facts = await asyncio.to_thread(load_registry, event_log)
             facts.config_problems = list(loaded.problems)
             service = Service(event_log, registry, Record)
-            daemon = cls(dirs, loaded.config, event_log, service, lock, facts)
-            daemon.facts.spooled = await daemon.intake.ingest_spool()
-            await daemon.wire_runners()
+            snapshots = Snapshots(event_log, service, tasks)
+            profiles = harness_profiles()
+            intake = Intake(service, profiles, dirs.spool, clock)
+            # Before any runner listens: what was spooled while no daemon ran is the past.
+            facts.spooled = await intake.ingest_spool()
+            daemon = cls(
+                dirs=dirs,
+                config=loaded.config,
+                lock=lock,
+                event_log=event_log,
+                facts=facts,
+                service=service,
+                tasks=tasks,
+                snapshots=snapshots,
+                profiles=profiles,
+                intake=intake,
+                clock=clock,
+                lister=lister,
+            )
+            await daemon.take_over()
             if serve:
                 daemon.server = await IpcServer.start(dirs.socket, daemon.api)
-            daemon.spawn_task(daemon.ingest_spool_now_and_then(), "spool")
+            tasks.spawn(daemon.ingest_spool_now_and_then(), "spool")
         except BaseException:
             # A start that fails late (e.g. the socket cannot be bound) must not leave the
             # runners' tasks and the log's writer thread running.
             if daemon is not None:
                 await daemon.close()
             else:
+                await tasks.cancel_all()
                 if event_log is not None:
                     await asyncio.to_thread(event_log.close)
                 lock.release()
@@ -143,22 +220,16 @@ class Daemon:
         )
         return daemon
 
-    async def wire_runners(self) -> None:
-        """Create the API and the runners, and take back the hosts that still live."""
-        from .agents import AgentsRunner
-        from .api import Api
-
-        self.api = Api(self)
-        self.agents = AgentsRunner(self)
-        self.agents.install()
-        # Importing each feature registers its runner (discovery loop, missions, recovery).
-        from . import discovery, mcphub, missions, recovery  # noqa: F401
-
-        for extend in RUNNER_FACTORIES:
-            await extend(self)
-        self.interrupted = await self.agents.adopt_live_hosts()
-        for after in self.after_adoption:
-            await after()
+    async def take_over(self) -> None:
+        """Take back the hosts that still live, then start what runs after that: discovery,
+        the missions' sweep, the recovery of the agents interrupted while no daemon ran."""
+        interrupted = await self.agents.adopt_live_hosts()
+        if not self.discovery.off:
+            self.tasks.spawn(self.discovery.run(), "discovery")
+        else:
+            log.info("discovery is off: %s", self.discovery.off)
+        await self.missions.sweep()
+        await self.recovery.recover_at_start(interrupted)
 
     async def ingest_spool_now_and_then(self) -> None:
         """Hand over what the hook shim spooled while this daemon runs (a hook that timed out,
@@ -170,6 +241,38 @@ class Daemon:
             except Exception:
                 log.exception("ingesting the spool failed; trying again in %s s", SPOOL_EVERY)
 
+    # --- the daemon's own methods -----------------------------------------------------------
+
+    async def api_hook(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        return await self.intake.hook(params)
+
+    async def api_status(self, _conn: Connection, _params: dict[str, Any]) -> Any:
+        registry = self.service.registry
+        return {
+            "pid": os.getpid(),
+            "version": __version__,
+            "started_at": self.started_at,
+            "startup_seconds": self.facts.seconds,
+            "socket": str(self.dirs.socket),
+            "events_db": str(self.dirs.events_db),
+            "seq": registry.seq,
+            "agents": len(registry.agents),
+            "live_agents": sum(1 for a in registry.agents.values() if a.state.live),
+            "snapshot_seq": self.facts.snapshot_seq,
+            "replayed": self.facts.replayed,
+            "spooled": self.facts.spooled,
+            "hooks_accepted": self.intake.accepted,
+            "hooks_rejected": self.intake.rejected_count,
+            "broken": self.service.broken,
+            "config_problems": self.facts.config_problems,
+            "extra": self.status_board.read(),
+        }
+
+    async def api_stop(self, _conn: Connection, _params: dict[str, Any]) -> Any:
+        return Reply({"stopping": True}, after=self.request_stop)
+
+    # --- stopping ---------------------------------------------------------------------------
+
     def request_stop(self) -> None:
         """Ask the daemon to stop (it finishes what it is doing)."""
         self._stop.set()
@@ -178,86 +281,17 @@ class Daemon:
         """Wait until someone asks the daemon to stop."""
         await self._stop.wait()
 
-    def spawn_task(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
-        """Run a background task that is cancelled at close; failures are logged."""
-
-        async def run() -> Any:
-            try:
-                return await coro
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("background task %s failed", name)
-                return None
-
-        task = asyncio.ensure_future(run())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        if isinstance(coro, Coroutine):
-            # Cancelled before it ran (a close right after start): close it, so that it is not
-            # reported as never awaited. A no-op for one that ran.
-            task.add_done_callback(lambda _t: coro.close())
-        return task
-
-    def _count_for_snapshot(self, seq: int, _event: object) -> None:
-        self._since_snapshot += 1
-        if self._since_snapshot >= SNAPSHOT_EVERY:
-            self._since_snapshot = 0
-            self.spawn_task(self.save_snapshot(), "snapshot")
-
-    async def save_snapshot(self) -> None:
-        """Save the visible registry as a snapshot (derived data: failure is only logged)."""
-        registry = self.service.registry
-        if registry.seq == 0:
-            return
-        blob = encode_registry(registry)
-        try:
-            await self.log.save_snapshot(registry.seq, SNAPSHOT_VERSION, blob)
-        except StoreError as exc:
-            log.warning("could not save a snapshot at %d: %s", registry.seq, exc)
-
     async def close(self) -> None:
         """Stop serving, save a snapshot, close the log and release the lock."""
         if self.server is not None:
             await self.server.close()
             self.server = None
-        for hook in self.on_close:
-            try:
-                await hook()
-            except Exception:
-                log.exception("close hook failed")
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.closing.run()
+        await self.tasks.cancel_all()
         if not self.service.broken:
-            await self.save_snapshot()
+            await self.snapshots.save()
         await asyncio.to_thread(self.log.close)
         self.lock.release()
-
-
-def load_registry(event_log: EventLog) -> tuple[Registry, StartupFacts]:
-    """The newest snapshot plus the tail of the log after it (or the whole log)."""
-    facts = StartupFacts()
-    registry = Registry()
-    snapshot = event_log.latest_snapshot()
-    if snapshot is not None and snapshot.version == SNAPSHOT_VERSION:
-        try:
-            registry = decode_registry(snapshot.blob)
-            registry.seq = snapshot.seq
-            facts.snapshot_seq = snapshot.seq
-        except CodecError as exc:
-            log.warning(
-                "snapshot at %d unreadable (%s); replaying the whole log", snapshot.seq, exc
-            )
-            registry = Registry()
-    before = registry.seq
-    try:
-        replay(registry, event_log.read(registry.seq))
-    except CodecError as exc:
-        raise corrupt(event_log.path, registry.seq + 1, f"an event cannot be read: {exc}") from exc
-    facts.replayed = registry.seq - before
-    return registry, facts
 
 
 async def run_foreground(dirs: Dirs, on_ready: Callable[[Daemon], None] | None = None) -> int:

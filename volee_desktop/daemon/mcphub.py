@@ -18,15 +18,13 @@ import asyncio
 import importlib
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core import events as ev
 from ..core.model import HUMAN, VOLEE, Harness
-from ..ipc.protocol import ErrorCode, IpcError
-from ..ipc.server import Connection, Takeover
-
-if TYPE_CHECKING:
-    from .main import Daemon
+from ..ipc.server import Connection, Handler, Takeover
+from .context import Context
+from .params import text
 
 log = logging.getLogger(__name__)
 
@@ -59,24 +57,24 @@ async def lines_of(rest: bytes, reader: asyncio.StreamReader) -> AsyncIterator[b
 class McpHub:
     """``mcp.session``: the sessions of the agents' relays."""
 
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    def __init__(self, ctx: Context, api: Handler) -> None:
+        self.service = ctx.service
+        self.tasks = ctx.tasks
+        self.api = api
         self.live = 0
         self.opened = 0
         self._loading: asyncio.Future[Any] | None = None
-
-    def install(self) -> None:
-        self.daemon.api.add("mcp.session", self.api_session)
-        self.daemon.status_parts["mcp"] = self.status
-        self.daemon.service.listen(self._on_event)
+        ctx.methods.add("mcp.session", self.api_session)
+        ctx.status.add("mcp", self.status)
+        self.service.listen(self._on_event)
 
     def _on_event(self, _seq: int, event: ev.Event) -> None:
         # A Claude Code agent starting will open a session in a moment: load the SDK now, so
         # that its tools are there by the time it asks (Claude Code lists them at start).
         if isinstance(event, ev.HostStarted) and self._loading is None:
-            agent = self.daemon.service.registry.agents.get(event.agent)
+            agent = self.service.registry.agents.get(event.agent)
             if agent is not None and agent.harness is Harness.CLAUDE:
-                self.daemon.spawn_task(self.sdk(), "mcp-sdk")
+                self.tasks.spawn(self.sdk(), "mcp-sdk")
 
     async def sdk(self) -> Any:
         """``mcp/server.py`` (with the SDK), imported once, in a thread."""
@@ -90,9 +88,7 @@ class McpHub:
         return {"sessions": self.live, "opened": self.opened}
 
     async def api_session(self, _conn: Connection, params: dict[str, Any]) -> Any:
-        agent = params.get("agent")
-        if agent is not None and not isinstance(agent, str):
-            raise IpcError(ErrorCode.BAD_REQUEST, "parameter 'agent' must be a string or null")
+        agent = text(params, "agent", required=False)
         why = None
         if agent in (HUMAN, VOLEE):
             why = (
@@ -117,7 +113,7 @@ class McpHub:
         module = await self.sdk()
 
         async def call(method: str, params: dict[str, Any]) -> Any:
-            return await self.daemon.api(conn, method, params)
+            return await self.api(conn, method, params)
 
         session = module.Session(agent, call) if why is None else module.Session(agent, call, why)
         self.live += 1
@@ -128,20 +124,3 @@ class McpHub:
             log.debug("MCP session of %s ended: %s", agent, exc)
         finally:
             self.live -= 1
-
-
-async def install(daemon: Daemon) -> None:
-    """RUNNER_FACTORIES entry."""
-    hub = McpHub(daemon)
-    hub.install()
-    daemon.mcp = hub  # type: ignore[attr-defined]
-
-
-def _register() -> None:
-    from .main import RUNNER_FACTORIES
-
-    if install not in RUNNER_FACTORIES:
-        RUNNER_FACTORIES.append(install)
-
-
-_register()

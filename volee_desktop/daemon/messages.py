@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..core import events as ev
 from ..core.ids import MESSAGE, THREAD
@@ -21,15 +21,14 @@ from ..core.model import HUMAN, VOLEE, Message, MessageKind, Mission, ThreadKind
 from ..core.registry import Registry
 from ..core.supervisor import Notice
 from ..ipc.protocol import ErrorCode, IpcError
-from ..ipc.server import Connection
+from ..ipc.server import Connection, MethodTable
 from ..store.codec import to_builtins
+from .context import Tasks
 from .errors import Refused
 from .ids import fresh
-from .params import choice, strings, text
+from .params import choice, flag, strings, text, whole
+from .service import Service
 from .views import resolve_agent
-
-if TYPE_CHECKING:
-    from .main import Daemon
 
 log = logging.getLogger(__name__)
 
@@ -63,17 +62,25 @@ class Outbox:
     deliveries: list[tuple[str, str, str]] = field(default_factory=list)  # agent, text, message
 
 
+class Deliverer(Protocol):
+    """Types a message into an agent's session, or resumes it with it (``AgentsRunner``)."""
+
+    async def deliver(self, agent_id: str, text: str, message_id: str | None) -> dict[str, Any]:
+        """Deliver ``text``; raises when it cannot (the message stays unread)."""
+        ...
+
+
 class Messages:
     """The mission thread, notices, delivery, and the messages IPC methods."""
 
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
-        self.service = daemon.service
-
-    def install(self) -> None:
-        """Register ``messages.post`` and ``messages.read``."""
-        self.daemon.api.add("messages.post", self.api_post)
-        self.daemon.api.add("messages.read", self.api_read)
+    def __init__(
+        self, service: Service, tasks: Tasks, agents: Deliverer, methods: MethodTable
+    ) -> None:
+        self.service = service
+        self.tasks = tasks
+        self.agents = agents
+        methods.add("messages.post", self.api_post)
+        methods.add("messages.read", self.api_read)
 
     # --- threads and notices ---------------------------------------------------------------
 
@@ -141,11 +148,11 @@ class Messages:
             if agent is None or agent.held_for_good:
                 return
             try:
-                await self.daemon.agents.deliver(agent_id, body, message_id)
+                await self.agents.deliver(agent_id, body, message_id)
             except Exception as exc:  # a message that cannot be delivered stays unread
                 log.warning("message %s not delivered to %s: %s", message_id, agent.name, exc)
 
-        self.daemon.spawn_task(deliver(), f"deliver {message_id}")
+        self.tasks.spawn(deliver(), f"deliver {message_id}")
 
     # --- the messages API --------------------------------------------------------------------
 
@@ -224,7 +231,7 @@ class Messages:
     async def api_read(self, _conn: Connection, params: dict[str, Any]) -> Any:
         registry = self.service.current()
         reader = self._party(registry, text(params, "agent", required=False) or HUMAN)
-        unread_only = params.get("unread_only", True) is not False
+        unread_only = flag(params, "unread_only", True)
 
         def unread(m: Message) -> bool:
             receipt = m.receipts.get(reader)
@@ -238,12 +245,12 @@ class Messages:
             ),
             key=lambda m: m.at,  # then log order: ids of one millisecond are not ordered
         )
-        limit = params.get("limit")
-        if isinstance(limit, int) and limit > 0:
+        limit = whole(params, "limit", minimum=1)
+        if limit is not None:
             mine = mine[-limit:]
         views = [message_view(registry, m.id) for m in mine]
         fresh_ones = [m for m in mine if unread(m)]
-        if params.get("mark", True) is not False and fresh_ones:
+        if flag(params, "mark", True) and fresh_ones:
             now = time.time()
             await self.service.commit(
                 [ev.MessageRead(at=now, message=m.id, recipient=reader) for m in fresh_ones]

@@ -13,33 +13,51 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core import events as ev
 from ..core.ids import MISSION, THREAD
-from ..core.model import HUMAN, Agent, Message, Mission, MissionKind, MissionStatus, ThreadKind
+from ..core.model import (
+    HUMAN,
+    Agent,
+    Message,
+    Mission,
+    MissionKind,
+    MissionStatus,
+    Role,
+    ThreadKind,
+)
 from ..core.names import unique_name
 from ..core.registry import Registry
 from ..core.supervisor import supervise, workers_of
-from ..ipc.protocol import ErrorCode, IpcError
 from ..ipc.server import Connection
 from ..store.codec import to_builtins
 from . import git
-from .agents import slug
+from .agents import AgentsRunner
 from .approval import Approval
 from .changes import Changes
+from .context import Context
 from .errors import Refused
 from .evidence import Evidence
 from .ids import fresh
 from .messages import Messages, message_view
-from .params import agent_param, choice, mission_param, strings, text
+from .params import (
+    agent_param,
+    argv,
+    choice,
+    flag,
+    harness,
+    mission_param,
+    string_map,
+    strings,
+    text,
+    whole,
+)
+from .spawn import SpawnRequest, slug
 from .tidy import Tidy
 from .views import agent_view, mission_view, resolve_mission
-
-if TYPE_CHECKING:
-    from .main import Daemon
-
 
 TOOLS = (
     "post_message, read_messages, report, present_report, spawn_worker, list_workers, join_mission"
@@ -100,23 +118,21 @@ def _at(message: Message) -> float:
 class MissionsRunner:
     """Supervision rounds and the missions IPC methods; owns evidence, messages, approval, tidy."""
 
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
-        self.service = daemon.service
-        self.evidence = Evidence(daemon)
-        self.messages = Messages(daemon)
-        self.approval = Approval(self)
-        self.tidy = Tidy(daemon, self.evidence)
-        self.changes = Changes(daemon)
+    def __init__(self, ctx: Context, agents: AgentsRunner) -> None:
+        self.service = ctx.service
+        self.tasks = ctx.tasks
+        self.agents = agents
+        self.evidence = Evidence(ctx.service, ctx.tasks)
+        self.messages = Messages(ctx.service, ctx.tasks, agents, ctx.methods)
+        self.approval = Approval(
+            ctx.service, ctx.tasks, self, self.messages, self.evidence, ctx.methods
+        )
+        self.tidy = Tidy(ctx.service, self.evidence, ctx.methods)
+        self.changes = Changes(ctx.service, ctx.methods)
         self._locks: dict[str, asyncio.Lock] = {}
         self._dirty: set[str] = set()
         self._own: set[int] = set()
         self.rounds = 0
-
-    # --- wiring ----------------------------------------------------------------------------
-
-    def install(self) -> None:
-        """Register the IPC methods, the listener and the start-up sweep."""
         for name, fn in (
             ("missions.create", self.api_create),
             ("missions.list", self.api_list),
@@ -126,14 +142,9 @@ class MissionsRunner:
             ("missions.workers", self.api_workers),
             ("missions.join", self.api_join),
         ):
-            self.daemon.api.add(name, fn)
-        self.approval.install()
-        self.messages.install()
-        self.tidy.install()
-        self.changes.install()
+            ctx.methods.add(name, fn)
         self.service.listen(self._on_event)
-        self.daemon.after_adoption.append(self.sweep)
-        self.daemon.status_parts["missions"] = self._status
+        ctx.status.add("missions", self._status)
 
     def _status(self) -> str:
         registry = self.service.registry
@@ -196,7 +207,7 @@ class MissionsRunner:
         if mission_id in self._dirty:
             return
         self._dirty.add(mission_id)
-        self.daemon.spawn_task(self.supervise_now(mission_id), f"supervise {mission_id}")
+        self.tasks.spawn(self.supervise_now(mission_id), f"supervise {mission_id}")
 
     async def supervise_now(self, mission_id: str) -> None:
         """One supervision round: decide on the working registry, commit in one batch."""
@@ -249,9 +260,16 @@ class MissionsRunner:
             repos.append(top or str(path))
         if not repos:
             raise Refused("a mission needs at least one repository: --repo PATH")
-        workers = params.get("workers")
-        if workers is not None and (not isinstance(workers, int) or workers < 1):
-            raise IpcError(ErrorCode.BAD_REQUEST, "parameter 'workers' must be a positive integer")
+        workers = whole(params, "workers", minimum=1)
+        # The coordinator's launch, read before anything is recorded (its harness is checked
+        # when it spawns: a mission whose coordinator cannot start is cancelled, saying why).
+        launch = SpawnRequest(
+            argv=argv(params),
+            env=string_map(params, "env"),
+            model=text(params, "model", required=False),
+            permission_mode=text(params, "permission_mode", required=False),
+            role=Role.COORDINATOR,
+        )
         base = await asyncio.to_thread(git.current_branch, repos[0])
         mission_id, thread = fresh(MISSION), fresh(THREAD)
         now = time.time()
@@ -276,21 +294,20 @@ class MissionsRunner:
             ]
         )
         mission = self.service.current().missions[mission_id]
-        spawn: dict[str, Any] = {
-            "harness": params.get("harness") or "claude",
-            "prompt": coordinator_brief(mission, workers),
-            "cwd": repos[0],
-            "role": "coordinator",
-            "mission": mission_id,
-            # Named after the goal: the brief's first words would name every coordinator alike.
-            "name": text(params, "name", required=False)
-            or unique_name(slug(f"coord {goal}"), self.service.current().agents.values()),
-        }
-        for key in ("env", "model", "permission_mode", "argv"):
-            if params.get(key) is not None:
-                spawn[key] = params[key]
         try:
-            coordinator = await self.daemon.agents.api_spawn(conn, spawn)
+            coordinator = await self.agents.spawn(
+                replace(
+                    launch,
+                    harness=harness(params),
+                    prompt=coordinator_brief(mission, workers),
+                    cwd=repos[0],
+                    mission=mission_id,
+                    # Named after the goal: the brief's first words would name every
+                    # coordinator alike.
+                    name=text(params, "name", required=False)
+                    or unique_name(slug(f"coord {goal}"), self.service.current().agents.values()),
+                )
+            )
         except Refused as exc:
             await self.service.commit(
                 [
@@ -305,11 +322,7 @@ class MissionsRunner:
             raise Refused(f"mission {mission_id} cancelled: {exc}") from exc
         if self.service.current().missions[mission_id].coordinator is None:
             await self.service.commit(
-                [
-                    ev.MissionUpdated(
-                        at=time.time(), mission=mission_id, coordinator=coordinator["id"]
-                    )
-                ]
+                [ev.MissionUpdated(at=time.time(), mission=mission_id, coordinator=coordinator.id)]
             )
         registry = self.service.current()
         return mission_view(registry.missions[mission_id], registry)
@@ -317,7 +330,7 @@ class MissionsRunner:
     async def api_list(self, _conn: Connection, params: dict[str, Any]) -> Any:
         registry = self.service.registry
         missions = sorted(registry.missions.values(), key=lambda m: m.created_at, reverse=True)
-        if not params.get("all"):
+        if not flag(params, "all", False):
             missions = [m for m in missions if not m.status.ended] or missions[:10]
         return [mission_view(m, registry) for m in missions]
 
@@ -339,7 +352,7 @@ class MissionsRunner:
 
     async def api_check(self, _conn: Connection, params: dict[str, Any]) -> Any:
         registry = self.service.current()
-        if params.get("agent"):
+        if text(params, "agent", required=False):
             agents = [agent_param(self.service.current(), params)]
         else:
             mission = resolve_mission(registry, text(params, "mission") or "")
@@ -363,26 +376,27 @@ class MissionsRunner:
             raise Refused(f"{repo} is not a repository of mission {mission.id}")
         is_git = await asyncio.to_thread(git.toplevel, repo) is not None
         launch = coordinator.launch
-        spawn: dict[str, Any] = {
-            "harness": params.get("harness") or str(coordinator.harness),
-            "prompt": task if params.get("verbatim") else worker_brief(mission, task),
-            "cwd": repo,
-            "worktree": is_git,
-            "role": "worker",
-            "mission": mission.id,
-            "parent": coordinator.id,
-            "name": params.get("name") or None,
-            "env": dict(launch.env) if launch else None,
-            "permission_mode": launch.permission_mode if launch else None,
-            "argv": params.get("argv"),
-        }
-        return await self.daemon.agents.api_spawn(
-            conn, {k: v for k, v in spawn.items() if v is not None}
+        worker = await self.agents.spawn(
+            SpawnRequest(
+                harness=harness(params, coordinator.harness),
+                prompt=(task if flag(params, "verbatim", False) else worker_brief(mission, task))
+                or None,
+                argv=argv(params),
+                cwd=repo,
+                env=dict(launch.env) if launch else None,
+                name=text(params, "name", required=False),
+                worktree=is_git,
+                role=Role.WORKER,
+                parent=coordinator.id,
+                mission=mission.id,
+                permission_mode=launch.permission_mode if launch else None,
+            )
         )
+        return agent_view(worker)
 
     async def api_workers(self, _conn: Connection, params: dict[str, Any]) -> Any:
         registry = self.service.current()
-        if params.get("agent"):
+        if text(params, "agent", required=False):
             agent = agent_param(self.service.current(), params)
             mission = mission_param(self.service.current(), params, agent)
         else:
@@ -392,7 +406,7 @@ class MissionsRunner:
     async def api_join(self, _conn: Connection, params: dict[str, Any]) -> Any:
         agent = agent_param(self.service.current(), params)
         mission = resolve_mission(self.service.current(), text(params, "mission") or "")
-        joined = params.get("joined", True) is not False
+        joined = flag(params, "joined", True)
         await self.service.commit(
             [
                 ev.MembershipChanged(
@@ -403,26 +417,4 @@ class MissionsRunner:
         return agent_view(self.service.current().agents[agent.id])
 
 
-async def install_missions(daemon: Daemon) -> None:
-    """RUNNER_FACTORIES entry: create the missions runner and wire it in."""
-    runner = MissionsRunner(daemon)
-    runner.install()
-    daemon.missions = runner  # type: ignore[attr-defined]
-
-
-def _register() -> None:
-    from .main import RUNNER_FACTORIES
-
-    if install_missions not in RUNNER_FACTORIES:
-        RUNNER_FACTORIES.append(install_missions)
-
-
-_register()
-
-__all__ = [
-    "MissionsRunner",
-    "coordinator_brief",
-    "install_missions",
-    "message_view",
-    "worker_brief",
-]
+__all__ = ["MissionsRunner", "coordinator_brief", "message_view", "worker_brief"]

@@ -1,10 +1,11 @@
-"""The recovery runner: interrupted agents at start (ADR 0024) and crash restarts (M38).
+"""Recovery: what an agent's end means (``Exits``) and carrying it out (``RecoveryRunner``).
 
-It replaces the agents runner's ``on_exit`` / ``on_vanished`` hooks and runs
-after live hosts were adopted.  Every choice comes from ``core.recovery``;
-this module only gathers the facts (host records, boot time, settings, the
-clock), commits the events and starts hosts.  Timers go through a ``Clock``
-seam so tests run M38 on a fake clock.
+``Exits`` is the end policy the hosts runner is built with: it decides each end
+(``core.recovery``) and commits the decision.  ``RecoveryRunner`` decides the agents
+interrupted while the daemon was down (ADR 0024), once live hosts were adopted, and owns the
+timers of crash restarts (M38).  Every choice comes from ``core.recovery``; this module only
+gathers the facts (host records, boot time, settings, the clock), commits the events and
+starts hosts.  Timers go through the daemon's ``Clock``, so tests run M38 on a fake clock.
 
 Resumes at start run in the background: the daemon serves while they start.
 """
@@ -12,15 +13,13 @@ Resumes at start run in the background: the daemon serves while they start.
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
+from ..config import AgentsConfig
 from ..core import events as ev
 from ..core import recovery as rules
 from ..core.model import VOLEE, Agent, MessageKind, Mission
@@ -29,11 +28,13 @@ from ..harness.base import Error as HarnessError
 from ..hosts.errors import Error as HostsError
 from ..hosts.launcher import HostClient
 from ..hosts.records import HostRecord, host_alive, same_boot
-from .agents import launch_settings
+from .agenthosts import read_quietly
+from .agents import AgentsRunner
+from .clock import Clock, Timer
+from .context import Context
 from .errors import Refused
-
-if TYPE_CHECKING:
-    from .main import Daemon
+from .service import Service
+from .sessions import launch_settings
 
 log = logging.getLogger(__name__)
 
@@ -41,92 +42,14 @@ log = logging.getLogger(__name__)
 BUSY_RETRY = 1.0
 
 
-# --- the clock seam ---------------------------------------------------------------------------
-
-
-class Timer(Protocol):
-    """A scheduled call that can be called off."""
-
-    def cancel(self) -> None: ...
-
-
-class Clock(Protocol):
-    """Wall-clock time and timers (the real loop, or a fake one in tests)."""
-
-    def now(self) -> float: ...
-
-    def call_at(self, when: float, fn: Callable[[], None]) -> Timer: ...
-
-
-class LoopClock:
-    """``time.time`` and the running asyncio loop's timers."""
-
-    def now(self) -> float:
-        return time.time()
-
-    def call_at(self, when: float, fn: Callable[[], None]) -> Timer:
-        loop = asyncio.get_running_loop()
-        return loop.call_later(max(0.0, when - time.time()), fn)
-
-
-@dataclass(order=True)
-class _FakeTimer:
-    when: float
-    seq: int
-    fn: Callable[[], None] = field(compare=False)
-    cancelled: bool = field(default=False, compare=False)
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
-class FakeClock:
-    """A clock that moves only when told: ``advance(s)`` runs the timers that fall due, in order."""
-
-    def __init__(self, start: float = 1_800_000_000.0) -> None:
-        self.t = start
-        self._timers: list[_FakeTimer] = []
-        self._seq = itertools.count()
-
-    def now(self) -> float:
-        return self.t
-
-    def call_at(self, when: float, fn: Callable[[], None]) -> Timer:
-        timer = _FakeTimer(when, next(self._seq), fn)
-        heapq.heappush(self._timers, timer)
-        return timer
-
-    def pending(self) -> list[float]:
-        """Due times of the timers not yet run nor cancelled."""
-        return sorted(t.when for t in self._timers if not t.cancelled)
-
-    def advance(self, seconds: float) -> int:
-        """Move time on, running every timer due by then; returns how many ran."""
-        target = self.t + seconds
-        ran = 0
-        while self._timers and self._timers[0].when <= target:
-            timer = heapq.heappop(self._timers)
-            self.t = max(self.t, timer.when)
-            if not timer.cancelled:
-                timer.fn()
-                ran += 1
-        self.t = target
-        return ran
-
-
-#: Tests replace this to run the daemon's recovery on a fake clock.
-CLOCK_FACTORY: Callable[[], Clock] = LoopClock
-
-
-def policy_of(config: Any) -> rules.Policy:
-    """The recovery policy from ``config.Config`` (its ``[agents]`` table)."""
-    a = config.agents
+def policy_of(agents: AgentsConfig) -> rules.Policy:
+    """The recovery policy from the ``[agents]`` table of ``config.toml``."""
     return rules.Policy(
-        resume_after_reboot=bool(a.resume_after_reboot),
-        restart_on_crash=bool(a.restart_on_crash),
-        restart_delays=tuple(float(d) for d in a.restart_delays),
-        resume_max_age=float(a.resume_max_age),
-        resume_cap_per_start=int(a.resume_cap_per_start),
+        resume_after_reboot=agents.resume_after_reboot,
+        restart_on_crash=agents.restart_on_crash,
+        restart_delays=tuple(float(d) for d in agents.restart_delays),
+        resume_max_age=float(agents.resume_max_age),
+        resume_cap_per_start=agents.resume_cap_per_start,
     )
 
 
@@ -151,60 +74,27 @@ class StartReport:
         )
 
 
-class RecoveryRunner:
-    """Decides and carries out recovery; owns the restart timers."""
+class Exits:
+    """The end policy of the hosts runner: what a program's end, or a host's, leads to.
 
-    def __init__(self, daemon: Daemon, clock: Clock | None = None) -> None:
-        self.daemon = daemon
-        self.service = daemon.service
-        self.agents = daemon.agents
-        self.clock: Clock = clock if clock is not None else CLOCK_FACTORY()
-        self.policy = policy_of(daemon.config)
-        self.min_uptime = rules.BUDGET_UPTIME
-        self.timers: dict[str, tuple[float, Timer]] = {}
+    Until the start-up recovery ran, hosts found stopped by a signal are only collected
+    (``signalled``): the start-up recovery decides them with the others.
+    """
+
+    def __init__(self, service: Service, clock: Clock, policy: rules.Policy) -> None:
+        self.service = service
+        self.clock = clock
+        self.policy = policy
         self.starting = True
         self.signalled: list[tuple[Agent, HostRecord]] = []
-        self.report = StartReport()
-        self._tasks: set[asyncio.Task[Any]] = set()
-
-    # --- wiring ------------------------------------------------------------------------------
-
-    def install(self) -> None:
-        """Take over the exit hooks, listen to events, run after adoption."""
-        self.agents.on_exit = self.on_exit
-        self.agents.on_vanished = self.on_vanished
-        self.daemon.after_adoption.append(self.recover_at_start)
-        self.daemon.on_close.append(self.close)
-        self.daemon.status_parts["recovery"] = self.status
-        self.service.listen(self._on_event)
-
-    def status(self) -> str:
-        waiting = len(self.timers)
-        return f"{self.report.summary()}; {waiting} restart(s) waiting"
-
-    async def close(self) -> None:
-        for _, timer in self.timers.values():
-            timer.cancel()
-        self.timers.clear()
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    def _spawn(self, coro: Any, name: str) -> None:
-        task = self.daemon.spawn_task(coro, name)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    def _mission(self, agent: Agent) -> Mission | None:
-        if agent.mission is None:
-            return None
-        return self.service.current().missions.get(agent.mission)
 
     def _agent(self, agent_id: str) -> Agent | None:
         return self.service.current().agents.get(agent_id)
 
-    # --- ends while the daemon runs (and ends found at start) --------------------------------
+    def mission(self, agent: Agent) -> Mission | None:
+        if agent.mission is None:
+            return None
+        return self.service.current().missions.get(agent.mission)
 
     async def on_exit(self, agent: Agent, record: HostRecord) -> None:
         """The program ended (``record.exit`` is set): plain end, interruption, or restart."""
@@ -232,10 +122,10 @@ class RecoveryRunner:
             stop_requested=status.stop_requested,
             now=self.clock.now(),
             policy=self.policy,
-            mission=self._mission(fresh),
+            mission=self.mission(fresh),
             output=output,
         )
-        await self._commit(decision.events())
+        await self.commit(decision.events())
 
     async def on_vanished(self, agent: Agent, record: HostRecord) -> None:
         """The host went away without an exit status while the daemon runs."""
@@ -250,22 +140,74 @@ class RecoveryRunner:
             cause=rules.cause_of_boot(same_boot(record)),
             now=self.clock.now(),
             policy=self.policy,
-            mission=self._mission(agent),
+            mission=self.mission(agent),
         )
-        await self._commit(decision.events())
+        await self.commit(decision.events())
 
-    async def _commit(self, events: list[ev.Event]) -> None:
+    async def commit(self, events: list[ev.Event]) -> None:
         try:
             await self.service.commit(events)
         except Refused as exc:
             # The agent was forgotten meanwhile (or the like): nothing left to decide.
             log.warning("recovery events refused: %s", exc)
 
+
+class RecoveryRunner:
+    """Decides the agents interrupted at start and carries out recovery; owns restart timers."""
+
+    def __init__(self, ctx: Context, agents: AgentsRunner, exits: Exits) -> None:
+        self.service = ctx.service
+        self.tasks = ctx.tasks
+        self.agents = agents
+        self.exits = exits
+        self.clock = ctx.clock
+        self.min_uptime = rules.BUDGET_UPTIME
+        self.timers: dict[str, tuple[float, Timer]] = {}
+        self.report = StartReport()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        ctx.closing.add(self.close)
+        ctx.status.add("recovery", self.status)
+        self.service.listen(self._on_event)
+
+    @property
+    def policy(self) -> rules.Policy:
+        return self.exits.policy
+
+    def status(self) -> str:
+        waiting = len(self.timers)
+        return f"{self.report.summary()}; {waiting} restart(s) waiting"
+
+    async def close(self) -> None:
+        for _, timer in self.timers.values():
+            timer.cancel()
+        self.timers.clear()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        task = self.tasks.spawn(coro, name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _mission(self, agent: Agent) -> Mission | None:
+        return self.exits.mission(agent)
+
+    def _agent(self, agent_id: str) -> Agent | None:
+        return self.service.current().agents.get(agent_id)
+
+    async def _commit(self, events: list[ev.Event]) -> None:
+        await self.exits.commit(events)
+
     # --- start-up ---------------------------------------------------------------------------
 
-    async def recover_at_start(self) -> None:
-        """Re-arm waiting restarts, decide every interrupted agent, start the resumed ones."""
-        self.starting = False
+    async def recover_at_start(self, interrupted: list[tuple[Agent, HostRecord]]) -> None:
+        """Re-arm waiting restarts, decide every interrupted agent, start the resumed ones.
+
+        ``interrupted``: the agents whose host was found gone without an exit at start.
+        """
+        self.exits.starting = False
         began = time.perf_counter()
         registry = self.service.current()
         for agent in registry.agents.values():
@@ -273,13 +215,13 @@ class RecoveryRunner:
                 self.arm(agent.id, agent.restart.due_at)
         found: list[tuple[Agent, str]] = []
         seen: set[str] = set()
-        for agent, record in [*self.daemon.interrupted, *self.signalled]:
+        for agent, record in [*interrupted, *self.exits.signalled]:
             fresh = registry.agents.get(agent.id)
             if fresh is None or fresh.id in seen or not rules.needs_recovery(fresh):
                 continue
             seen.add(fresh.id)
             found.append((fresh, rules.cause_of_boot(same_boot(record))))
-        self.signalled.clear()
+        self.exits.signalled.clear()
         self.report.found = len(found)
         if not found:
             self.report.done.set()
@@ -397,12 +339,10 @@ class RecoveryRunner:
             )
             return
         record = self.agents.record_of(agent_id)
-        from .agents import _read_quietly
-
-        old = await asyncio.to_thread(_read_quietly, record)
+        old = await asyncio.to_thread(read_quietly, record)
         if old is not None and old.exit is None and host_alive(old):
             return  # it runs again (a start we did not see yet): HostStarted drops the restart
-        if agent_id in self.agents._starting:
+        if self.agents.is_starting(agent_id):
             self.arm(agent_id, self.clock.now() + BUSY_RETRY)
             return
         reason = f"automatic restart {pending.attempt} of {pending.budget}"
@@ -416,7 +356,7 @@ class RecoveryRunner:
             now = self._agent(agent_id)
             if now is None or now.restart is None:
                 return
-            if agent_id in self.agents._starting:
+            if self.agents.is_starting(agent_id):
                 self.arm(agent_id, self.clock.now() + BUSY_RETRY)
                 return
             # Directory gone, session locked, harness missing: fail with why; never again.
@@ -483,20 +423,3 @@ def last_output(record: HostRecord, lines: int = 20) -> str:
         return HostClient(record.socket, timeout=2.0).screen(lines)
     except (HostsError, OSError, ValueError, KeyError):
         return ""
-
-
-async def install(daemon: Daemon) -> None:
-    """RUNNER_FACTORIES entry: create the recovery runner and wire it into the daemon."""
-    runner = RecoveryRunner(daemon)
-    runner.install()
-    daemon.recovery = runner  # type: ignore[attr-defined]
-
-
-def _register() -> None:
-    from .main import RUNNER_FACTORIES
-
-    if install not in RUNNER_FACTORIES:
-        RUNNER_FACTORIES.append(install)
-
-
-_register()

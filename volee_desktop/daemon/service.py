@@ -30,15 +30,6 @@ log = logging.getLogger(__name__)
 Listener = Callable[[int, Event], None]
 
 
-class StoredLike(Protocol):
-    """A record read back from the log."""
-
-    seq: int
-    type: str
-    version: int
-    payload: bytes
-
-
 class LogLike(Protocol):
     """What the service needs of the event log (``store.log.EventLog`` or ``MemoryLog``)."""
 
@@ -82,6 +73,11 @@ class Service:
                 self._listeners.remove(listener)
 
         return remove
+
+    @property
+    def listener_count(self) -> int:
+        """How many listeners are attached (subscriptions come and go)."""
+        return len(self._listeners)
 
     def current(self) -> Registry:
         """The registry with every accepted event, durable or not (for decisions)."""

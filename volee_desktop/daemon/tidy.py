@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.delivery import tidy_check
 from ..core.model import Agent
 from ..core.supervisor import reported
-from ..ipc.server import Connection
+from ..ipc.server import Connection, MethodTable
 from . import git
-
-if TYPE_CHECKING:
-    from .evidence import Evidence
-    from .main import Daemon
+from .evidence import Evidence
+from .params import flag
+from .service import Service
 
 
 def stale(agent: Agent) -> bool:
@@ -32,17 +31,13 @@ def stale(agent: Agent) -> bool:
 class Tidy:
     """The ``tidy`` IPC method."""
 
-    def __init__(self, daemon: Daemon, evidence: Evidence) -> None:
-        self.daemon = daemon
-        self.service = daemon.service
+    def __init__(self, service: Service, evidence: Evidence, methods: MethodTable) -> None:
+        self.service = service
         self.evidence = evidence
-
-    def install(self) -> None:
-        """Register ``tidy``."""
-        self.daemon.api.add("tidy", self.api_tidy)
+        methods.add("tidy", self.api_tidy)
 
     async def api_tidy(self, _conn: Connection, params: dict[str, Any]) -> Any:
-        dry_run = bool(params.get("dry_run"))
+        dry_run = flag(params, "dry_run", False)
         registry = self.service.current()
         candidates = [a for a in registry.agents.values() if a.worktree]
         for candidate in candidates:

@@ -116,8 +116,9 @@ Method = Callable[["Connection", dict[str, Any]], Awaitable[Any]]
 class MethodTable:
     """A Handler that dispatches by method name and answers ``unknown_method`` otherwise."""
 
-    def __init__(self) -> None:
+    def __init__(self, server: str = "this daemon") -> None:
         self._methods: dict[str, Method] = {}
+        self.server = server  # who answers, for the unknown_method message
 
     def add(self, name: str, fn: Method) -> None:
         if name in self._methods:
@@ -142,7 +143,7 @@ class MethodTable:
         if fn is None:
             raise IpcError(
                 ErrorCode.UNKNOWN_METHOD,
-                f"unknown method {method!r}; this daemon knows: {', '.join(self.names)} "
+                f"unknown method {method!r}; {self.server} knows: {', '.join(self.names)} "
                 "(a newer volee may need a newer daemon: restart it)",
             )
         return await fn(conn, params)

@@ -1,0 +1,281 @@
+"""Listers: one listing of the sessions running on this machine, for the discovery loop.
+
+``SystemLister`` runs ``claude agents --json --all`` (about 0.17 s of CPU: it starts a Node
+process) as a subprocess with a timeout, and reads Claude Code's sessions folder and the
+process table.  codex and pi have no lister: their live processes (psutil) and session
+folders stand in, best effort (``scan_processes``).  A ``Lister`` is any callable giving an
+``Observation``, so the loop is tested with a fake one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import os
+import resource
+import shutil
+import time
+from collections.abc import Awaitable, Callable, Container
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from ..core.model import Harness, Location
+from ..core.reconcile import DeadSession, ListedSession, Listing
+from ..core.states import Coarse
+from ..harness.listing import (
+    SessionMeta,
+    dead_sessions,
+    harness_of,
+    parse_claude_agents,
+    parse_session_file,
+    parse_session_meta,
+    synthetic_session,
+)
+from .errors import Error as DaemonError
+
+log = logging.getLogger(__name__)
+
+LIST_TIMEOUT = 20.0
+#: A codex/pi session file written this recently means its agent is working.
+BUSY_WITHIN = 5.0
+
+
+class Error(DaemonError):
+    """Root of the discovery errors."""
+
+
+class ListingFailed(Error):
+    """One listing failed (timeout, bad output): nothing changes, the loop goes on."""
+
+
+class Unavailable(ListingFailed):
+    """Claude Code is missing or too old to list its sessions: discovery stays off."""
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One listing with the process table it was read against."""
+
+    listing: Listing
+    processes: Container[int]
+
+
+Lister = Callable[[float], Awaitable[Observation]]
+
+
+# --- the real lister ----------------------------------------------------------------------
+
+
+class LiveProcesses:
+    """``pid in processes``: alive and not a zombie (a killed child not reaped yet)."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, bool] = {}
+
+    def __contains__(self, pid: object) -> bool:
+        if not isinstance(pid, int):
+            return False
+        if pid not in self._known:
+            self._known[pid] = _alive(pid)
+        return self._known[pid]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
+def claude_binary(env: dict[str, str] | None = None) -> str | None:
+    """VOLEE_CLAUDE_BIN, else ``claude`` on PATH."""
+    env = dict(os.environ) if env is None else env
+    return env.get("VOLEE_CLAUDE_BIN") or shutil.which("claude", path=env.get("PATH"))
+
+
+def claude_dir(env: dict[str, str] | None = None) -> Path:
+    """Claude Code's folder: CLAUDE_CONFIG_DIR moves everything, else ~/.claude."""
+    env = dict(os.environ) if env is None else env
+    if env.get("CLAUDE_CONFIG_DIR"):
+        return Path(env["CLAUDE_CONFIG_DIR"])
+    return Path(env.get("HOME") or str(Path.home())) / ".claude"
+
+
+_UNSUPPORTED = ("unknown option", "unknown command", "unexpected argument", "invalid command")
+
+
+class SystemLister:
+    """Runs ``claude agents --json --all`` and reads the sessions folder and process table."""
+
+    def __init__(self, binary: str, *, timeout: float = LIST_TIMEOUT, scan_others: bool = True):
+        self.binary = binary
+        self.timeout = timeout
+        self.scan_others = scan_others
+        self.cpu_seconds = 0.0  # children CPU spent listing (approximate: any reaped child)
+
+    async def __call__(self, now: float) -> Observation:
+        raw = await self.run_claude()
+        processes = LiveProcesses()
+        # A listed live session whose pid is gone or a zombie (killed, not reaped yet) is not
+        # running: its sessions file, if left behind, tells the rest.
+        sessions = [
+            s for s in parse_claude_agents(raw) if s.finished or s.pid is None or s.pid in processes
+        ]
+        dead, others = await asyncio.to_thread(self._read_folders, processes, now)
+        complete = {Harness.CLAUDE}
+        if others is not None:
+            complete |= {Harness.CODEX, Harness.PI}
+        listing = Listing(
+            sessions=tuple(sessions) + tuple(others or ()),
+            dead=tuple(dead),
+            complete=frozenset(complete),
+            taken_at=now,
+        )
+        return Observation(listing, processes)
+
+    async def run_claude(self) -> str:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                self.binary,
+                "agents",
+                "--json",
+                "--all",
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+        except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+            raise Unavailable(
+                f"Claude Code cannot run from {self.binary} ({exc}); install it or set "
+                "VOLEE_CLAUDE_BIN"
+            ) from exc
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), self.timeout)
+        except TimeoutError:
+            raise ListingFailed(
+                f"`{self.binary} agents --json --all` took more than {self.timeout:g} s"
+            ) from None
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            self.cpu_seconds += (after.ru_utime - before.ru_utime) + (
+                after.ru_stime - before.ru_stime
+            )
+        if proc.returncode != 0:
+            message = err.decode("utf-8", "replace").strip() or out.decode("utf-8", "replace")
+            first = message.splitlines()[0] if message else f"exit code {proc.returncode}"
+            if any(word in message.lower() for word in _UNSUPPORTED):
+                raise Unavailable(
+                    f"Claude Code at {self.binary} cannot list its sessions ({first}); "
+                    "update Claude Code (2.1.332 has `claude agents --json`)"
+                )
+            raise ListingFailed(f"`claude agents --json --all` failed: {first}")
+        return out.decode("utf-8", "replace")
+
+    def _read_folders(
+        self, processes: LiveProcesses, now: float
+    ) -> tuple[list[DeadSession], list[ListedSession] | None]:
+        folder = claude_dir() / "sessions"
+        files = []
+        try:
+            entries = list(folder.glob("*.json"))
+        except OSError:
+            entries = []
+        for path in entries:
+            try:
+                parsed = parse_session_file(path.read_text(encoding="utf-8"), path.name)
+            except OSError:
+                continue
+            if parsed is not None:
+                files.append(parsed)
+        dead = dead_sessions(files, lambda pid: pid in processes)
+        others: list[ListedSession] | None = None
+        if self.scan_others:
+            try:
+                others = scan_processes(now)
+            except (OSError, psutil.Error) as exc:
+                log.debug("codex/pi process scan failed: %s", exc)
+        return dead, others
+
+
+# --- codex and pi: the process table and session folders ---------------------------------
+
+
+def scan_processes(now: float, home: Path | None = None) -> list[ListedSession]:
+    """Live codex and pi processes as listed sessions (best effort)."""
+    home = home or Path(os.environ.get("HOME") or str(Path.home()))
+    found: dict[int, tuple[Harness, psutil.Process, float]] = {}
+    me = os.getpid()
+    for proc in psutil.process_iter(["pid", "ppid", "cmdline", "create_time", "status"]):
+        info = proc.info
+        if info["pid"] == me or info.get("status") == psutil.STATUS_ZOMBIE:
+            continue
+        harness = harness_of(info.get("cmdline") or [])
+        if harness is not None:
+            found[info["pid"]] = (harness, proc, float(info.get("create_time") or now))
+    out = []
+    for pid, (harness, proc, started) in found.items():
+        parent = proc.info.get("ppid")
+        if parent in found and found[parent][0] is harness:
+            continue  # the wrapper's own child (node script -> native binary)
+        try:
+            cwd = proc.cwd()
+        except (psutil.Error, OSError):
+            continue
+        meta, mtime = _session_file(harness, home, cwd, started)
+        if meta is not None and meta.subagent:
+            continue
+        status = None
+        if mtime is not None:
+            status = Coarse.BUSY if now - mtime < BUSY_WITHIN else Coarse.IDLE
+        out.append(
+            ListedSession(
+                harness=harness,
+                session=meta.session if meta else synthetic_session(pid, started),
+                pid=pid,
+                cwd=cwd,
+                location=Location.TERMINAL,
+                status=status,
+                name=f"{os.path.basename(cwd) or harness}-{harness}",
+                started_at=started,
+                stand_in=meta is None,
+            )
+        )
+    return out
+
+
+def _session_file(
+    harness: Harness, home: Path, cwd: str, started: float
+) -> tuple[SessionMeta | None, float | None]:
+    if harness is Harness.CODEX:
+        root = Path(os.environ.get("CODEX_HOME") or home / ".codex") / "sessions"
+        days = {
+            datetime.date.fromtimestamp(started),
+            datetime.date.fromtimestamp(time.time()),
+        }
+        candidates = [p for d in days for p in (root / f"{d:%Y/%m/%d}").glob("rollout-*.jsonl")]
+    else:
+        folder = "--" + cwd.strip("/").replace("/", "-") + "--"
+        candidates = list((home / ".pi" / "agent" / "sessions" / folder).glob("*.jsonl"))
+    best: tuple[float, SessionMeta] | None = None
+    for path in candidates:
+        try:
+            mtime = path.stat().st_mtime
+            if mtime < started - 2:
+                continue  # written before this process began: another run's
+            with path.open(encoding="utf-8") as f:
+                meta = parse_session_meta(harness, f.readline())
+        except OSError:
+            continue
+        same_dir = meta is not None and os.path.normpath(meta.cwd) == os.path.normpath(cwd)
+        if meta is not None and same_dir and (best is None or mtime > best[0]):
+            best = (mtime, meta)
+    return (best[1], best[0]) if best else (None, None)

@@ -1,0 +1,83 @@
+"""Snapshots of the registry: loading the newest at start (plus the log after it), and saving
+one every ``SNAPSHOT_EVERY`` events and at close.  A snapshot is derived data: failing to save
+one is only logged, and an unreadable one is replaced by replaying the whole log."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from ..core.registry import Registry
+from ..store.codec import SNAPSHOT_VERSION, CodecError, decode_registry, encode_registry
+from ..store.errors import StoreError
+from ..store.integrity import corrupt
+from ..store.log import EventLog
+from .context import Tasks
+from .service import Service, replay
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_EVERY = 10_000
+
+
+@dataclass
+class StartupFacts:
+    """What start-up found, for `volee daemon status` and logs."""
+
+    snapshot_seq: int = 0
+    replayed: int = 0
+    spooled: int = 0
+    seconds: float = 0.0
+    config_problems: list[str] = field(default_factory=list)
+
+
+def load_registry(event_log: EventLog) -> tuple[Registry, StartupFacts]:
+    """The newest snapshot plus the tail of the log after it (or the whole log)."""
+    facts = StartupFacts()
+    registry = Registry()
+    snapshot = event_log.latest_snapshot()
+    if snapshot is not None and snapshot.version == SNAPSHOT_VERSION:
+        try:
+            registry = decode_registry(snapshot.blob)
+            registry.seq = snapshot.seq
+            facts.snapshot_seq = snapshot.seq
+        except CodecError as exc:
+            log.warning(
+                "snapshot at %d unreadable (%s); replaying the whole log", snapshot.seq, exc
+            )
+            registry = Registry()
+    before = registry.seq
+    try:
+        replay(registry, event_log.read(registry.seq))
+    except CodecError as exc:
+        raise corrupt(event_log.path, registry.seq + 1, f"an event cannot be read: {exc}") from exc
+    facts.replayed = registry.seq - before
+    return registry, facts
+
+
+class Snapshots:
+    """Saves a snapshot of the visible registry every ``SNAPSHOT_EVERY`` events."""
+
+    def __init__(self, event_log: EventLog, service: Service, tasks: Tasks) -> None:
+        self.log = event_log
+        self.service = service
+        self.tasks = tasks
+        self._since = 0
+        service.listen(self._count)
+
+    def _count(self, _seq: int, _event: object) -> None:
+        self._since += 1
+        if self._since >= SNAPSHOT_EVERY:
+            self._since = 0
+            self.tasks.spawn(self.save(), "snapshot")
+
+    async def save(self) -> None:
+        """Save the visible registry as a snapshot (derived data: failure is only logged)."""
+        registry = self.service.registry
+        if registry.seq == 0:
+            return
+        blob = encode_registry(registry)
+        try:
+            await self.log.save_snapshot(registry.seq, SNAPSHOT_VERSION, blob)
+        except StoreError as exc:
+            log.warning("could not save a snapshot at %d: %s", registry.seq, exc)
