@@ -31,7 +31,8 @@ def test_none_refcount_does_not_drift_over_100k_callbacks(qapp: Any, volee_home:
 
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
-    link = FakeDaemonLink()
+    # The fake daemon's own log would hold a reference to None per event (request=None).
+    link = FakeDaemonLink(keep_log=False)
     world = World(link)
     ctl = AppController(
         AppOptions(

@@ -151,8 +151,13 @@ class AppController(QObject):
         await link.subscribe(self.live, None)
 
     def _looking_changed(self, on: bool) -> None:
-        if self.link is not None:
-            self.tasks.spawn(self.link.set_interactive(on), "tell the daemon who looks")
+        if self.link is None:
+            return
+        told = self.link.set_interactive(on)
+        try:
+            self.tasks.spawn(told, "tell the daemon who looks")
+        except RuntimeError:  # the loop is closed: the app is going away, nobody to tell
+            told.close()
 
     def _resync(self) -> None:
         if self.link is not None:
