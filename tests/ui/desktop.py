@@ -118,8 +118,16 @@ class Desktop:
         )
         self.env.pop("WAYLAND_DISPLAY", None)
         self._start_trayer()
+        # dunst's context menu (`dunstctl context`) runs dmenu: this one picks the line
+        # holding the text in `choice` (what a person would click in the menu).
+        self.choice = self.dir / "choice"
+        dmenu = self.dir / "fake-dmenu"
+        dmenu.write_text(
+            f'#!/bin/sh\ntee -a {self.dir}/dmenu-input | grep -m1 -F -- "$(cat {self.choice})"\n'
+        )
+        dmenu.chmod(0o755)
         rc = self.dir / "dunstrc"
-        rc.write_text(DUNSTRC)
+        rc.write_text(DUNSTRC.replace("[global]\n", f"[global]\n    dmenu = {dmenu}\n", 1))
         self._spawn(["dunst", "-config", str(rc)])
         poll("dunst on the bus", self._dunst_up)
         self.monitor = procs.Proc(
@@ -231,6 +239,16 @@ class Desktop:
 
     def click(self, x: int, y: int, button: int = 1) -> None:
         self.run("xdotool", "mousemove", str(x), str(y), "click", str(button))
+
+    def choose(self, label: str) -> None:
+        """Choose the action ``label`` of the notification on screen (its context menu)."""
+        self.choice.write_text(label)
+        self.run("dunstctl", "context")
+
+    def menu_offered(self) -> str:
+        """What dunst's context menus offered so far (the lines given to dmenu)."""
+        path = self.dir / "dmenu-input"
+        return path.read_text() if path.exists() else ""
 
     def notifies(self) -> list[list[str]]:
         """The string arguments of every Notify call seen on the bus so far."""

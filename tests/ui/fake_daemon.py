@@ -53,6 +53,10 @@ class FakeDaemon:
             "agents.send",
             "agents.screen",
             "agents.timeline",
+            "agents.allow",
+            "agents.deny",
+            "agents.answer",
+            "agents.changes",
             "missions.answer",
         ):
             table.add(method, self._recorded(method))

@@ -32,6 +32,7 @@ from volee_desktop.core.model import (
     Verdict,
 )
 from volee_desktop.core.registry import Registry
+from volee_desktop.core.requests import permission_request
 from volee_desktop.core.states import AgentState
 
 T0 = 1_800_000_000.0
@@ -135,6 +136,8 @@ class FakeDaemonLink:
             return {"text": f"recent output of {params.get('agent')}\n$ pytest -q\n3 passed"}
         if method == "agents.send":
             return {"delivered": True, "resumed": False}
+        if method in ("agents.allow", "agents.deny", "agents.answer"):
+            return {"answered": True}
         if method == "agents.timeline":
             from volee_desktop.daemon.timeline import timeline
 
@@ -186,6 +189,37 @@ class World:
         event = ev.StateChanged(at=self.tick(), agent=agent_id, state=state, detail=detail)
         self.link.push(event)
         return event
+
+    def ask(
+        self,
+        agent_id: str,
+        tool: str = "Bash",
+        tool_input: dict[str, Any] | None = None,
+        detail: str = "",
+    ) -> ev.StateChanged:
+        """The agent asks a permission for ``tool`` (a question for AskUserQuestion), as the
+        PermissionRequest hook says it."""
+        at = self.tick()
+        cwd = self.link.registry.agents[agent_id].cwd
+        request = permission_request(agent_id, at, tool, tool_input, cwd)
+        event = ev.StateChanged(
+            at=at,
+            agent=agent_id,
+            state=AgentState.NEEDS_INPUT,
+            detail=detail or f"permission for {tool}",
+            request=request,
+        )
+        self.link.push(event)
+        return event
+
+    def answered(self, agent_id: str, answer: str = "allow") -> None:
+        """The daemon recorded an answer, then the agent went back to work."""
+        request = self.link.registry.agents[agent_id].request
+        assert request is not None
+        self.link.push(
+            ev.RequestAnswered(at=self.tick(), agent=agent_id, request=request.id, answer=answer)
+        )
+        self.state(agent_id, AgentState.WORKING)
 
     def activity(self, agent_id: str, text: str) -> None:
         self.link.push(ev.ActivityRecorded(at=self.tick(), agent=agent_id, activity=text))

@@ -17,11 +17,8 @@ def test_needs_input_shows_one_notification_and_its_action_opens_the_agent(
     world.state(a, AgentState.NEEDS_INPUT, "permission for Bash")
     qtbot.waitUntil(lambda: len(sink.notices) == 1, timeout=3000)
     notice = sink.notices[0]
-    assert (notice.kind, notice.title, notice.body) == (
-        Kind.NEEDS_INPUT,
-        "api-fixer",
-        "permission for Bash",
-    )
+    assert (notice.kind, notice.title) == (Kind.NEEDS_INPUT, "api-fixer asks to use Bash")
+    assert notice.body.startswith("Bash (its input was not given)\nin project · waiting since ")
     with qtbot.waitSignal(controller.opened, timeout=3000) as opened:
         sink.activators[0]()
     assert opened.args[0] == a

@@ -15,6 +15,7 @@ from volee_desktop.app.notify_policy import (
     NotifySettings,
     Throttle,
     candidates,
+    clock_time,
 )
 from volee_desktop.core import events as ev
 from volee_desktop.core.states import AgentState
@@ -49,19 +50,21 @@ class Feed:
         return out
 
 
-def test_entering_needs_input_notifies_with_name_detail_and_open() -> None:
+def test_entering_needs_input_notifies_with_name_request_and_open() -> None:
     feed = Feed()
-    a = feed.world.agent("api-fixer")
+    a = feed.world.agent("api-fixer", cwd="/src/shop-api")
     feed.changes.clear()
     feed.world.state(a, AgentState.NEEDS_INPUT, "permission for Bash")
     [notice] = feed.notices()
+    since = clock_time(feed.world.t)
     assert (notice.kind, notice.title, notice.body, notice.action, notice.agent) == (
         Kind.NEEDS_INPUT,
-        "api-fixer",
-        "permission for Bash",
+        "api-fixer asks to use Bash",
+        f"Bash (its input was not given)\nin shop-api · waiting since {since}",
         Action.OPEN,
         a,
     )
+    assert notice.choices == (("allow", "Allow"), ("deny", "Deny"))
 
 
 def test_only_the_transition_notifies_not_a_new_detail_in_the_same_state() -> None:
@@ -157,8 +160,10 @@ def test_each_kind_can_be_turned_off() -> None:
         feed.link.push(
             ev.RecoveryDecided(at=feed.world.tick(), agent=d, outcome="stopped", rule=5, reason="x")
         )
+        e = feed.world.agent("five")
+        feed.world.state(e, AgentState.DONE, "All 3 tests pass.")
         feed.world.mission_awaiting()
-        settings = replace(NotifySettings(), **{kind.value: False})
+        settings = replace(NotifySettings(done=True), **{kind.value: False})
         kinds = {n.kind for n in feed.notices(settings)}
         assert kinds == set(Kind) - {kind}, kind
 

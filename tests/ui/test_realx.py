@@ -113,7 +113,9 @@ def test_real_notifications_once_with_an_action_that_opens_the_agent_and_none_fo
         w.state(fixer, AgentState.NEEDS_INPUT, "permission for Bash")
         drive.send()
         dt.poll("a Notify for api-fixer", lambda: len(desktop.notifies()) > before)
-        app.wait_line(r"notification: api-fixer — permission for Bash")
+        app.wait_line(
+            r"notification: api-fixer asks to use Bash — Bash \(its input was not given\)"
+        )
 
         # Invoking its default action (dunst's "Open") opens that agent: in the terminal.
         desktop.run("dunstctl", "action", "0")
@@ -137,7 +139,7 @@ def test_real_notifications_once_with_an_action_that_opens_the_agent_and_none_fo
         dt.poll("the marker's Notify", lambda: len(desktop.notifies()) >= before + 2)
         calls = desktop.notifies()[before:]
         titles = [c[2] if len(c) > 2 else "" for c in calls]  # app, icon, summary, body
-        assert titles == ["api-fixer", "marker was lost"], calls
+        assert titles == ["api-fixer asks to use Bash", "marker was lost"], calls
         assert not any("docs-writer" in " ".join(c) for c in calls)
         desktop.screenshot(ARTIFACTS / "realx-notification.png")
     finally:
@@ -146,3 +148,49 @@ def test_real_notifications_once_with_an_action_that_opens_the_agent_and_none_fo
 
 def test_display_is_private(desktop: dt.Desktop) -> None:
     assert desktop.display != os.environ.get("DISPLAY")
+
+
+def test_allow_in_a_dunst_notification_answers_that_request_and_the_card_goes(
+    desktop: dt.Desktop, volee_home: Path
+) -> None:
+    app = dt.app_proc(desktop, volee_home)
+    desktop.run("dunstctl", "close-all")
+    try:
+        app.wait_line(r"connected to the volee daemon")
+        drive = Driver(volee_home)
+        w = drive.world
+        fixer = w.agent("api-fixer", AgentState.WORKING, cwd="/home/me/src/shop-api")
+        w.ask(fixer, "Bash", {"command": "rm -rf build/ && pytest -q"})
+        drive.send()
+        app.wait_line(
+            r"notification: api-fixer asks to use Bash — Bash: rm -rf build/ && pytest -q"
+            r" / in shop-api · waiting since"
+        )
+        dt.poll(
+            "the card on screen",
+            lambda: desktop.run("dunstctl", "count", "displayed").strip() == "1",
+        )
+        desktop.screenshot(ARTIFACTS / "realx-notification-request.png")
+        request = drive.scratch.registry.agents[fixer].request
+        assert request is not None
+        desktop.choose("Allow")
+        app.wait_line(rf"notification action allow on {fixer}")
+        app.wait_line(rf"answered {fixer} \({request.id}\): allow")
+        offered = desktop.menu_offered()
+        for label in ("Allow", "Deny", "Open"):
+            assert label in offered, offered
+
+        def allowed() -> list[dict[str, object]]:
+            with Client.connect(drive.socket) as client:
+                calls = client.call("test.calls")
+            return [c["params"] for c in calls if c["method"] == "agents.allow"]
+
+        assert dt.poll("the allow call", allowed) == [
+            {"agent": fixer, "request": request.id, "always": False}
+        ]
+        dt.poll(
+            "the card to go",
+            lambda: desktop.run("dunstctl", "count", "displayed").strip() == "0",
+        )
+    finally:
+        app.kill()

@@ -83,7 +83,7 @@ def test_tray_reflects_live_counts(controller: Any, world: World, qtbot: Any) ->
 
 
 def test_menu_and_left_click(controller: Any, qtbot: Any) -> None:
-    texts = [a.text() for a in controller.tray.menu.actions() if not a.isSeparator()]
+    texts = [a.text() for a in controller.tray.visible_entries()]
     assert texts == [
         "Open agent list",
         "Pause notifications",

@@ -9,6 +9,8 @@ proxy over it.
 from __future__ import annotations
 
 import bisect
+import time
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import (
@@ -26,7 +28,7 @@ from volee_desktop.core.registry import Registry
 from volee_desktop.core.tables import urgency_key
 
 from .live import Change
-from .texts import STATE_LABEL, markers, search_text
+from .texts import STATE_LABEL, detail_text, search_text, tooltip_text
 
 AgentRole = Qt.ItemDataRole.UserRole + 1
 IdRole = Qt.ItemDataRole.UserRole + 2
@@ -47,6 +49,7 @@ class AgentListModel(QAbstractListModel):
         self._keys: list[tuple[int, float, str]] = []
         self._index: dict[str, int] = {}
         self.registry = Registry()
+        self.clock: Callable[[], float] = time.time
 
     # --- LiveObserver -------------------------------------------------------------------------
 
@@ -174,15 +177,9 @@ class AgentListModel(QAbstractListModel):
             mission = self.registry.missions.get(agent.mission) if agent.mission else None
             return search_text(agent, mission)
         if role == Qt.ItemDataRole.AccessibleTextRole:
-            return f"{agent.name}, {STATE_LABEL[agent.state]}, {agent.detail}"
+            return f"{agent.name}, {STATE_LABEL[agent.state]}, {detail_text(agent)}"
         if role == Qt.ItemDataRole.ToolTipRole:
-            lines = [f"{agent.name} ({agent.id})", f"{STATE_LABEL[agent.state]}: {agent.detail}"]
-            if agent.activity:
-                lines.append(f"last: {agent.activity}")
-            if agent.cwd:
-                lines.append(agent.cwd)
-            lines.extend(markers(agent))
-            return "\n".join(lines)
+            return tooltip_text(agent, self.clock())
         return None
 
 

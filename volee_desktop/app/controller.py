@@ -25,6 +25,15 @@ from .actions import OPENS_A_WINDOW, Action
 from .agent_model import AgentListModel
 from .agent_window import AgentWindow
 from .approval import ApprovalDialog
+from .attention import (
+    MENU_AGENTS,
+    AgentLine,
+    agent_line,
+    answer_call,
+    awaiting_missions,
+    choice_label,
+    is_answer,
+)
 from .errors import LinkError
 from .icons import IconCache, Svgs
 from .link import DaemonLink
@@ -90,7 +99,7 @@ class AppController(QObject):
         self.model = AgentListModel(self)
         self.svgs = Svgs()
         self.icons = IconCache(self.svgs)
-        self.tray = Tray(self.icons, self)
+        self.tray = Tray(self.icons, self, clock=options.clock)
         use_tray = options.use_tray
         if use_tray is None:
             use_tray = QSystemTrayIcon.isSystemTrayAvailable()
@@ -125,6 +134,9 @@ class AppController(QObject):
         self.live.on_gap = self._resync
 
         self.panel.action.connect(self.run_action)
+        self.panel.review.connect(self.review_from_list)
+        self.tray.review_requested.connect(self.review)
+        self.tray.agent_action.connect(self.run_action)
         self.tray.open_list.connect(self.toggle_list)
         self.tray.quit_requested.connect(self.quit_requested.emit)
         self.tray.settings_requested.connect(self.open_settings)
@@ -177,7 +189,7 @@ class AppController(QObject):
                 dialog.set_mission(mission, registry)
 
     def on_change(self, change: Change) -> None:
-        if change.agents:
+        if change.agents or change.mission is not None:
             self._refresh_summary()
             if log.isEnabledFor(logging.DEBUG):
                 for before, after in change.agents:
@@ -209,11 +221,28 @@ class AppController(QObject):
 
     def _refresh_summary(self) -> None:
         conn = self.live.connection
+        missions = awaiting_missions(self.live.registry)
         summary = summarize(
-            self.live.counts, conn.connected, conn.detail, self.notifications.settings.paused
+            self.live.counts,
+            conn.connected,
+            conn.detail,
+            self.notifications.settings.paused,
+            missions=len(missions),
         )
         self.tray.update(summary)
         self.panel.set_summary(summary.tooltip)
+        self.panel.set_missions(missions, self.options.clock())
+        self.tray.set_attention(missions, self.needing_agents())
+
+    def needing_agents(self, limit: int = MENU_AGENTS) -> list[AgentLine]:
+        """The agents that need you, most urgent first (the list's own order)."""
+        out: list[AgentLine] = []
+        for row in range(min(self.model.rowCount(), limit)):
+            agent = self.model.agent_at(row)
+            if agent is None or agent.state is not AgentState.NEEDS_INPUT:
+                break  # the list puts them first
+            out.append(agent_line(agent))
+        return out
 
     # --- the list ------
 
@@ -242,6 +271,10 @@ class AppController(QObject):
 
     def run_action(self, name: str, agent_id: str) -> None:
         """Carry out one of the panel's actions on an agent."""
+        if is_answer(name):
+            # The list and the menu show the agent's current request: answer that one.
+            self.answer_agent(agent_id, name)
+            return
         handlers: dict[Action, Callable[[str], None]] = {
             Action.OPEN: self.open_agent,
             Action.OUTPUT: self.show_output,
@@ -265,6 +298,7 @@ class AppController(QObject):
     def open_agent(self, agent_id: str) -> None:
         """Attach in a terminal when the agent runs in a volee host, else show its output."""
         agent = self.live.registry.agents.get(agent_id)
+        self.notifications.withdraw(agent_id)  # the person is looking at it now
         if agent is not None and agent.state is AgentState.DONE:
             self._call("agents.seen", {"agent": agent_id})
         if agent is not None and agent.live and agent.location is Location.HOST:
@@ -320,6 +354,7 @@ class AppController(QObject):
         window = self._window(agent_id)
         if window is None:
             return
+        self.notifications.withdraw(agent_id)
         window.show()
         window.raise_()
         window.activateWindow()
@@ -335,6 +370,7 @@ class AppController(QObject):
         window = self._window(agent_id)
         if window is None:
             return
+        self.notifications.withdraw(agent_id)
         window.show()
         window.raise_()
         window.activateWindow()
@@ -425,6 +461,11 @@ class AppController(QObject):
 
     # --- missions ------
 
+    def review_from_list(self, mission_id: str) -> None:
+        if self.has_tray:
+            self.panel.hide()  # a popup must not cover the dialog it opens
+        self.review(mission_id)
+
     def review(self, mission_id: str) -> ApprovalDialog | None:
         """Open (or raise) the approval dialog of a mission."""
         mission = self.live.registry.missions.get(mission_id)
@@ -441,6 +482,7 @@ class AppController(QObject):
         dialog.show()
         dialog.raise_()
         dialog.activateWindow()
+        self.notifications.withdraw(mission_id)
         log.info("approval dialog of %s shown", mission_id)
         return dialog
 
@@ -472,14 +514,78 @@ class AppController(QObject):
     def focused_agents(self) -> frozenset[str]:
         return frozenset(i for i, w in self.windows.items() if w.in_front())
 
-    def notification_action(self, notice: Notice) -> None:
-        log.info("notification action %s on %s", notice.action.value, notice.subject or "list")
-        if notice.kind is Kind.MISSION and notice.mission is not None:
+    def notification_action(
+        self, notice: Notice, choice: str = "open", text: str | None = None
+    ) -> None:
+        what = notice.action.value if choice == "open" else choice
+        log.info("notification action %s on %s", what, notice.subject or "list")
+        if choice != "open" and notice.agent is not None:
+            if choice == "reply" and not text:
+                self.reply_to(notice.agent)
+                return
+            # The answer names the request the notification showed: never another one.
+            self.answer_agent(notice.agent, choice, text, request_id=notice.request)
+        elif notice.kind is Kind.MISSION and notice.mission is not None:
             self.review(notice.mission)
         elif notice.kind is None or notice.agent is None:
             self.show_list()
         else:
             self.open_agent(notice.agent)
+
+    # --- answering an agent ------
+
+    def answer_agent(
+        self,
+        agent_id: str,
+        choice: str,
+        text: str | None = None,
+        request_id: str | None = None,
+    ) -> bool:
+        """Answer the agent's open request (allow, deny, option:N, reply with ``text``).
+
+        Refused here, with the reason and nothing sent, when the agent is gone, asks
+        nothing, was answered already, or asks something other than ``request_id``; the
+        daemon checks again against the screen (docs/answers.md).
+        """
+        agent = self.live.registry.agents.get(agent_id)
+        name = agent.name if agent is not None else agent_id
+        request = agent.request if agent is not None else None
+        problem = None
+        if agent is None:
+            problem = "volee no longer knows this agent."
+        elif request is None or agent.state is not AgentState.NEEDS_INPUT:
+            problem = f"{name} asks nothing now (it was answered, or it moved on)."
+        elif request.answered:
+            problem = f"{name}'s request was answered already ({request.answered})."
+        elif request_id is not None and request.id != request_id:
+            problem = f"{name} now asks something else: {request.summary}"
+        if problem is not None or request is None:
+            self.show_error("Not answered", problem or "nothing to answer")
+            return False
+        try:
+            method, params = answer_call(agent_id, request.id, choice, text)
+        except ValueError as exc:
+            self.show_error("Not answered", str(exc))
+            return False
+        self.notifications.withdraw(agent_id)
+
+        async def send() -> None:
+            window = self.windows.get(agent_id)
+            try:
+                await self._link().call(method, params)
+            except LinkError as exc:
+                self.show_error(f"{name} was not answered", str(exc))
+                if window is not None:
+                    window.show_status(f"Not answered: {exc}")
+                return
+            finally:
+                self.called.emit(method)
+            log.info("answered %s (%s): %s", agent_id, request.id, choice)
+            if window is not None:
+                window.show_status(f"Answered: {choice_label(choice, request.options)}.")
+
+        self.tasks.spawn(send(), f"answer {name}")
+        return True
 
     def pause_notifications(self, paused: bool) -> None:
         self.notifications.set_settings(replace(self.notifications.settings, paused=paused))

@@ -13,7 +13,7 @@ from volee_desktop.core.durations import duration
 from volee_desktop.core.model import Agent, Mission
 
 from .agent_model import AgentRole, MissionRole
-from .texts import STATE_COLOUR, STATE_LABEL, markers, mission_label
+from .texts import STATE_COLOUR, STATE_LABEL, detail_text, markers, mission_label
 
 PAD = 6
 BAR = 4
@@ -100,10 +100,11 @@ class AgentDelegate(QStyledItemDelegate):
         painter.setPen(text if selected else colour)
         painter.drawText(QRect(left, y, right - left, line), Qt.AlignmentFlag.AlignLeft, label)
         x = left + bfm.horizontalAdvance(label)
-        if agent.detail:
+        shown = detail_text(agent)
+        if shown:
             painter.setFont(base_font)
             painter.setPen(text)
-            detail = fm.elidedText(" · " + agent.detail, Qt.TextElideMode.ElideRight, right - x)
+            detail = fm.elidedText(" · " + shown, Qt.TextElideMode.ElideRight, right - x)
             painter.drawText(QRect(x, y, right - x, line), Qt.AlignmentFlag.AlignLeft, detail)
 
         # Line 3: last activity (left), mission (right).

@@ -26,13 +26,18 @@ from .tasks import Tasks
 
 log = logging.getLogger(__name__)
 
-ActionCallback = Callable[[Notice], None]
+#: What the person chose on a notification: ``open`` (its default action: Open, Review), an
+#: answer (``allow``, ``deny``, ``option:N``) or ``reply`` with the text typed.
+Activate = Callable[..., None]  # (choice: str = "open", text: str | None = None)
+ActionCallback = Callable[[Notice, str, "str | None"], None]
+MAX_BUTTONS = 3  # GNOME shows three; more are cut
 
 
 class NotificationSink(Protocol):
-    """Something that can show a notification; ``activate`` runs when its action is chosen."""
+    """Something that can show a notification; ``activate(choice, text)`` runs when the
+    person chooses one of its actions (``activate()``: its default one)."""
 
-    async def show(self, notice: Notice, activate: Callable[[], None]) -> bool:
+    async def show(self, notice: Notice, activate: Activate) -> bool:
         """Show it; False when it could not be shown (the next sink is tried)."""
         ...
 
@@ -55,23 +60,46 @@ class DesktopSink:
             app_name=app_name, app_icon=Icon(path=icon) if icon is not None else None
         )
         self._ids: dict[Notice, str] = {}  # what is on screen, by its notification id
+        self._platform_ids: dict[Notice, int] = {}  # and by the server's id (D-Bus)
+        self._tasks = Tasks()
 
-    async def show(self, notice: Notice, activate: Callable[[], None]) -> bool:
-        from desktop_notifier import Button
+    async def show(self, notice: Notice, activate: Activate) -> bool:
+        from desktop_notifier import Button, ReplyField
 
         dispatched: list[bool] = []
 
         def gone() -> None:
             self._ids.pop(notice, None)
+            self._platform_ids.pop(notice, None)
 
-        def pressed() -> None:
+        def pressed(choice: str = "open", text: str | None = None) -> None:
+            # Some servers (dunst's context menu) leave the card up after an action: the
+            # person answered it, so close it by the server's own id.
+            platform_id = self._platform_ids.get(notice)
             gone()
-            activate()
+            if platform_id is not None:
+                self._tasks.spawn(self._close(platform_id), "close an answered notification")
+            activate(choice, text)
 
+        def press(choice: str) -> Callable[[], None]:
+            return lambda: pressed(choice)
+
+        buttons = [
+            Button(title=label, on_pressed=press(choice))
+            for choice, label in notice.choices[:MAX_BUTTONS]
+        ]
+        if len(buttons) < MAX_BUTTONS:
+            buttons.append(Button(title=notice.action.value, on_pressed=pressed))
+        reply = (
+            ReplyField(title="Reply", button_title="Send", on_replied=lambda t: pressed("reply", t))
+            if notice.reply
+            else None
+        )
         identifier = await self._notifier.send(
             title=notice.title,
             message=notice.body,
-            buttons=[Button(title=notice.action.value, on_pressed=pressed)],
+            buttons=buttons,
+            reply_field=reply,
             on_clicked=pressed,
             on_dismissed=gone,
             on_dispatched=lambda: dispatched.append(True),
@@ -79,12 +107,41 @@ class DesktopSink:
         # send() logs and swallows failures; on_dispatched runs only when it worked.
         if dispatched:
             self._ids[notice] = identifier
+            platform_id = self._platform_id(identifier)
+            if platform_id is not None:
+                self._platform_ids[notice] = platform_id
         return bool(dispatched)
+
+    def _platform_id(self, identifier: str) -> int | None:
+        """The server's own id of a notification (desktop-notifier's D-Bus backend only)."""
+        backend = getattr(self._notifier, "_backend", None)
+        ids = getattr(backend, "_platform_to_interface_notification_identifier", None)
+        inverse = getattr(ids, "inverse", None)
+        try:
+            value = inverse.get(identifier) if inverse is not None else None
+        except Exception:
+            return None
+        return value if isinstance(value, int) else None
+
+    async def _close(self, platform_id: int) -> None:
+        backend = getattr(self._notifier, "_backend", None)
+        interface = getattr(backend, "interface", None)
+        close = getattr(interface, "call_close_notification", None)
+        if close is None:
+            return
+        try:
+            await close(platform_id)
+        except Exception as exc:  # closed already: nothing to do
+            log.debug("closing notification %s: %s", platform_id, exc)
 
     async def withdraw(self, notice: Notice) -> None:
         identifier = self._ids.pop(notice, None)
         if identifier is not None:
-            await self._notifier.clear(identifier)
+            self._platform_ids.pop(notice, None)
+            try:
+                await self._notifier.clear(identifier)
+            except KeyError:
+                pass  # the server closed it meanwhile (desktop-notifier forgot its id)
 
 
 class BalloonSink:
@@ -92,10 +149,10 @@ class BalloonSink:
 
     def __init__(self, tray: QSystemTrayIcon) -> None:
         self.tray = tray
-        self._activate: Callable[[], None] | None = None
+        self._activate: Activate | None = None
         tray.messageClicked.connect(self._clicked)
 
-    async def show(self, notice: Notice, activate: Callable[[], None]) -> bool:
+    async def show(self, notice: Notice, activate: Activate) -> bool:
         if not (self.tray.isVisible() and QSystemTrayIcon.supportsMessages()):
             return False
         self._activate = activate
@@ -168,14 +225,27 @@ class NotificationCenter(QObject):
 
     def _withdraw_stale(self) -> None:
         registry = self._registry()
-        for subject, (notice, sink) in list(self._on_screen.items()):
+        for subject, (notice, _sink) in list(self._on_screen.items()):
             # Not still_holds: a notification in front of the person stays until it is false.
-            if still_holds(notice, registry, frozenset()):
-                continue
-            del self._on_screen[subject]
-            withdraw = getattr(sink, "withdraw", None)
-            if withdraw is not None:
-                self._tasks.spawn(withdraw(notice), f"withdraw {notice.title!r}")
+            if not still_holds(notice, registry, frozenset()):
+                self._take_down(subject)
+
+    def withdraw(self, subject: str) -> None:
+        """Take the notifications about ``subject`` (an agent or mission id) off the screen:
+        the person opened it, or acted on it, from anywhere."""
+        for key, (notice, _sink) in list(self._on_screen.items()):
+            if key == subject or (notice.kind is None and subject in notice.subjects):
+                self._take_down(key)
+
+    def _take_down(self, key: str) -> None:
+        notice, sink = self._on_screen.pop(key)
+        withdraw = getattr(sink, "withdraw", None)
+        if withdraw is not None:
+            self._tasks.spawn(withdraw(notice), f"withdraw {notice.title!r}")
+
+    def on_screen(self) -> list[Notice]:
+        """The notifications shown and not withdrawn (tests, logs)."""
+        return [notice for notice, _sink in self._on_screen.values()]
 
     # --- releasing ------
 
@@ -193,17 +263,27 @@ class NotificationCenter(QObject):
         self._schedule()
 
     async def _show(self, notice: Notice) -> None:
-        def activate() -> None:
-            self._on_action(notice)
+        key = notice.subject if notice.kind is not None else f"summary:{id(notice)}"
 
+        def activate(choice: str = "open", text: str | None = None) -> None:
+            # Chosen: it has done its job (and its answer must never go in twice).
+            if key in self._on_screen:
+                self._take_down(key)
+            self._on_action(notice, choice, text)
+
+        previous = self._on_screen.get(key)
         for sink in self.sinks:
             try:
                 if await sink.show(notice, activate):
                     log.info(
-                        "notification: %s — %s [%s]", notice.title, notice.body, notice.subject
+                        "notification: %s — %s [%s]",
+                        notice.title,
+                        notice.body.replace("\n", " / "),
+                        notice.subject or ",".join(notice.subjects),
                     )
-                    if notice.kind is not None:
-                        self._on_screen[notice.subject] = (notice, sink)
+                    if previous is not None:
+                        self._take_down(key)  # one per agent: the newer replaces it
+                    self._on_screen[key] = (notice, sink)
                     self.shown.emit(notice)
                     return
             except Exception:

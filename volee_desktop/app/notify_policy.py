@@ -4,9 +4,13 @@ Qt-free and clock-free: ``candidates`` turns one applied event (with the
 agents and mission before and after it) into the notifications it deserves;
 ``Throttle`` decides when they are shown, given ``now``:
 
-- once per transition: only an agent *entering* needs-input, failed or lost;
-  a mission *entering* awaiting-approval; a ``recovery-decided`` whose outcome
-  is not a resume (interrupted agents that were not brought back);
+- once per transition: only an agent *entering* needs-input (or asking
+  another thing while it waits), failed or lost, or finishing a turn (done,
+  off by default); a mission *entering* awaiting-approval; a
+  ``recovery-decided`` whose outcome is not a resume (interrupted agents that
+  were not brought back);
+- a needs-input notification names the request (what, where, since when) and
+  offers its answers; it holds only while that very request is open;
 - never for the person's own stop (the agent is held), nor for an agent whose
   output view or reply box the person has in front of them (``focused``);
 - each kind can be turned off (``[notifications]`` in config.toml) or all paused;
@@ -18,6 +22,7 @@ agents and mission before and after it) into the notifications it deserves;
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -25,10 +30,11 @@ from enum import StrEnum
 
 from volee_desktop.core import events as ev
 from volee_desktop.core.events import RecoveryOutcome
-from volee_desktop.core.model import Agent, MissionStatus
+from volee_desktop.core.model import Agent, MissionStatus, RequestKind
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import AgentState
 
+from .attention import choices_of, project_of
 from .live import Change
 
 BURST_COUNT = 3
@@ -38,6 +44,7 @@ SETTLE = 0.1  # events pushed together are released together (and may become a s
 STALE = 600.0  # facts replayed after a reconnect that are older than this are not news
 
 NOT_NEWS_OUTCOMES = frozenset({RecoveryOutcome.RESUME, RecoveryOutcome.RELAUNCH})
+BUSY = frozenset({AgentState.WORKING, AgentState.NEEDS_INPUT, AgentState.LAUNCHING})
 
 
 class Kind(StrEnum):
@@ -48,6 +55,7 @@ class Kind(StrEnum):
     LOST = "lost"
     INTERRUPTED = "interrupted"
     MISSION = "mission"
+    DONE = "done"  # an agent finished its turn (off by default)
 
 
 class Action(StrEnum):
@@ -66,6 +74,7 @@ class NotifySettings:
     lost: bool = True
     interrupted: bool = True
     mission: bool = True
+    done: bool = False
     paused: bool = False
 
     def allows(self, kind: Kind) -> bool:
@@ -74,7 +83,13 @@ class NotifySettings:
 
 @dataclass(frozen=True)
 class Notice:
-    """A notification to show: title, body, one action, and what it is about."""
+    """A notification to show: title, body, its actions, and what it is about.
+
+    ``action`` is the default one (a click on the notification); ``choices`` are the
+    answers it offers as buttons (``(answer, label)``: allow, deny, option:N) and ``reply``
+    whether it has a reply field; ``request`` is the id of the request it names: once that
+    request is no longer open, the notification no longer holds.
+    """
 
     kind: Kind | None  # None: a summary of several
     title: str
@@ -84,23 +99,66 @@ class Notice:
     mission: str | None = None
     subjects: tuple[str, ...] = ()
     state: AgentState | None = None  # the state it announces (checked again before showing)
+    request: str | None = None
+    choices: tuple[tuple[str, str], ...] = ()
+    reply: bool = False
+    name: str = ""  # the agent's name (a summary lists them)
 
     @property
     def subject(self) -> str:
         return self.agent or self.mission or ""
 
 
+def clock_time(at: float) -> str:
+    """``10:42`` (local time): "waiting since" stays true however long the card stays up."""
+    return time.strftime("%H:%M", time.localtime(at))
+
+
+def request_title(agent: Agent) -> str:
+    """``api-fixer asks to run Bash``, ``api-fixer asks a question``, ``api-fixer needs you``."""
+    request = agent.request
+    if request is not None and request.kind is RequestKind.PERMISSION and request.tool:
+        return f"{agent.name} asks to use {request.tool}"
+    if request is not None and request.kind is RequestKind.QUESTION:
+        return f"{agent.name} asks a question"
+    return f"{agent.name} needs you"
+
+
+def request_body(agent: Agent) -> str:
+    """What it asks (one line), then where and since when: the project and the time."""
+    request = agent.request
+    what = (request.summary if request is not None else "") or agent.detail or "needs your input"
+    where = project_of(agent)
+    since = request.at if request is not None and request.at else agent.state_since
+    tail = " · ".join(
+        p for p in (f"in {where}" if where else "", f"waiting since {clock_time(since)}") if p
+    )
+    return f"{what}\n{tail}"
+
+
+def needs_input_notice(agent: Agent) -> Notice:
+    """The notification of an agent that needs you: its request, its answers, Open."""
+    request = agent.request
+    kind = str(request.kind) if request is not None else "dialog"
+    options = tuple(request.options) if request is not None else ()
+    return Notice(
+        Kind.NEEDS_INPUT,
+        request_title(agent),
+        request_body(agent),
+        Action.OPEN,
+        agent=agent.id,
+        state=AgentState.NEEDS_INPUT,
+        request=request.id if request is not None else None,
+        choices=choices_of(kind, options),
+        reply=kind != "permission",
+        name=agent.name,
+    )
+
+
 def _state_notice(agent: Agent) -> Notice | None:
     state = agent.state
     if state is AgentState.NEEDS_INPUT:
-        return Notice(
-            Kind.NEEDS_INPUT,
-            agent.name,
-            agent.detail or "needs your input",
-            Action.OPEN,
-            agent=agent.id,
-            state=state,
-        )
+        return needs_input_notice(agent)
     if state is AgentState.FAILED:
         return Notice(
             Kind.FAILED,
@@ -120,6 +178,20 @@ def _state_notice(agent: Agent) -> Notice | None:
             state=state,
         )
     return None
+
+
+def done_notice(agent: Agent, message: str) -> Notice:
+    """An agent finished its turn: its last message (``last_assistant_message`` of Stop)."""
+    where = project_of(agent)
+    body = message or agent.detail or "finished its turn"
+    return Notice(
+        Kind.DONE,
+        f"{agent.name} is done" + (f" in {where}" if where else ""),
+        body,
+        Action.OPEN,
+        agent=agent.id,
+        state=AgentState.DONE,
+    )
 
 
 def candidates(
@@ -151,7 +223,19 @@ def candidates(
                 )
             continue
         if before is not None and before.state is after.state:
+            if (
+                after.state is AgentState.NEEDS_INPUT
+                and after.request is not None
+                and before.request is not None
+                and after.request.summary != before.request.summary
+                and not before.request.answered
+            ):
+                found.append(needs_input_notice(after))  # another dialog, still waiting
             continue  # not a transition
+        if after.state is AgentState.DONE:
+            if before is not None and before.state in BUSY:
+                found.append(done_notice(after, after.detail))
+            continue
         notice = _state_notice(after)
         if notice is not None:
             found.append(notice)
@@ -182,11 +266,25 @@ def still_holds(notice: Notice, registry: Registry, focused: frozenset[str]) -> 
             return False
         if notice.kind is Kind.INTERRUPTED:
             return agent.interrupted is not None and not agent.live
+        if notice.kind is Kind.NEEDS_INPUT:
+            return agent.state is AgentState.NEEDS_INPUT and open_request(agent) == notice.request
         return agent.state is notice.state
     if notice.mission is not None:
         mission = registry.missions.get(notice.mission)
         return mission is not None and mission.status is MissionStatus.AWAITING_APPROVAL
+    if notice.subjects:  # a summary holds while any of its agents still waits
+        return any(_still_waiting(registry.agents.get(s)) for s in notice.subjects)
     return True
+
+
+def open_request(agent: Agent) -> str | None:
+    """The id of the agent's request while it is open (None when answered or when none)."""
+    request = agent.request
+    return request.id if request is not None and not request.answered else None
+
+
+def _still_waiting(agent: Agent | None) -> bool:
+    return agent is not None and not agent.held and agent.state is AgentState.NEEDS_INPUT
 
 
 def summary_of(notices: list[Notice]) -> Notice:
@@ -195,6 +293,9 @@ def summary_of(notices: list[Notice]) -> Notice:
     kinds = {x.kind for x in notices}
     names = [x.title for x in notices]
     if kinds == {Kind.NEEDS_INPUT}:
+        # Each with what it asks: "api-fixer: Bash: rm -rf build/".
+        names = [f"{x.name or x.title}: {x.body.splitlines()[0]}" for x in notices]
+    if kinds == {Kind.NEEDS_INPUT}:
         title = f"{n} agents need you"
     elif kinds == {Kind.INTERRUPTED}:
         title = f"{n} interrupted agents were not resumed"
@@ -202,7 +303,8 @@ def summary_of(notices: list[Notice]) -> Notice:
         title = f"{n} agents failed or were lost"
     else:
         title = f"{n} things need your attention"
-    body = ", ".join(names[:5]) + (f" and {n - 5} more" if n > 5 else "")
+    sep = "\n" if kinds == {Kind.NEEDS_INPUT} else ", "
+    body = sep.join(names[:5]) + (f"{sep}and {n - 5} more" if n > 5 else "")
     return Notice(None, title, body, Action.OPEN, subjects=tuple(x.subject for x in notices))
 
 

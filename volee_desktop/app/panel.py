@@ -4,6 +4,8 @@ The panel knows nothing of the daemon: it emits ``action(name, agent_id)`` and
 the app's ``Actions`` carry it out.  Keyboard: type to filter, Down/Up to move,
 Enter opens, Ctrl+R reply, Ctrl+S stop, Ctrl+E resume, Ctrl+T timeline,
 Ctrl+Delete forget, Ctrl+F the filter, Escape clears the filter then hides.
+While the selected agent needs you, its request shows above the buttons with
+its answers: Ctrl+Y allow, Ctrl+D deny, or Alt+1… a question's options.
 """
 
 from __future__ import annotations
@@ -41,10 +43,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from volee_desktop.core.model import Agent
+from volee_desktop.core.model import Agent, RequestKind
+from volee_desktop.core.states import AgentState
 
 from .actions import Action
 from .agent_model import AgentFilter, AgentListModel, AgentRole, IdRole
+from .attention import MissionLine, short
 from .delegate import AgentDelegate
 from .texts import action_label, can_resume, can_stop
 
@@ -57,6 +61,12 @@ ACTIONS: tuple[tuple[Action, str, str], ...] = (
     (Action.TIMELINE, "Timeline", "Ctrl+T"),
     (Action.FORGET, "Forget…", "Ctrl+Delete"),
 )
+# Answers to the selected agent's request (shown above the buttons while it needs you).
+ANSWERS: tuple[tuple[str, str, str], ...] = (
+    ("allow", "Allow", "Ctrl+Y"),
+    ("deny", "Deny", "Ctrl+D"),
+)
+OPTION_KEYS = ("Alt+1", "Alt+2", "Alt+3", "Alt+4", "Alt+5", "Alt+6")
 EXTRA_ACTIONS: tuple[tuple[Action, str], ...] = (
     (Action.OUTPUT, "Show recent output"),
     (Action.TERMINAL, "Attach in a terminal"),
@@ -69,6 +79,7 @@ class AgentPanel(QWidget):
     """The list of agents, most urgent first, with a filter and per-row actions."""
 
     action = Signal(str, str)  # (action, agent id)
+    review = Signal(str)  # a mission id: open its approval dialog
     hidden = Signal()
 
     def __init__(self, model: AgentListModel, parent: QWidget | None = None, popup: bool = True):
@@ -86,6 +97,15 @@ class AgentPanel(QWidget):
         self.header = QLabel(self)
         self.header.setObjectName("summary")
         self.header.setTextFormat(Qt.TextFormat.PlainText)
+        # Missions waiting for approval: above the agents, each with its Review button.
+        self.missions = QWidget(self)
+        self.missions.setObjectName("missions")
+        self.missions_layout = QVBoxLayout(self.missions)
+        self.missions_layout.setContentsMargins(0, 0, 0, 0)
+        self.missions_layout.setSpacing(4)
+        self.missions.hide()
+        self.mission_rows: dict[str, tuple[QWidget, QLabel]] = {}
+        self._mission_lines: list[MissionLine] = []
         self.filter = QLineEdit(self)
         self.filter.setObjectName("filter")
         self.filter.setPlaceholderText("Filter agents (name, state, detail, folder, mission)…")
@@ -133,6 +153,45 @@ class AgentPanel(QWidget):
             qaction.triggered.connect(lambda _=False, n=name: self.trigger(n))
             self.addAction(qaction)
             self.qactions[name] = qaction
+        # The selected agent's request and its answers (Allow / Deny, or a question's options).
+        self.request_bar = QWidget(self)
+        self.request_bar.setObjectName("requestBar")
+        rbar = QHBoxLayout(self.request_bar)
+        rbar.setContentsMargins(0, 0, 0, 0)
+        rbar.setSpacing(4)
+        self.request_label = QLabel(self.request_bar)
+        self.request_label.setObjectName("request")
+        self.request_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.request_label.setMinimumWidth(80)
+        rbar.addWidget(self.request_label, 1)
+        self.answer_buttons: dict[str, QPushButton] = {}
+        for answer, text, shortcut in ANSWERS:
+            button = QPushButton(text, self.request_bar)
+            button.setObjectName(f"answer-{answer}")
+            button.setAutoDefault(False)
+            button.setToolTip(f"{text} ({QKeySequence(shortcut).toString(_NATIVE)})")
+            button.clicked.connect(lambda _=False, n=answer: self.trigger(n))
+            rbar.addWidget(button)
+            self.answer_buttons[answer] = button
+            qaction = QAction(text, self)
+            qaction.setShortcut(QKeySequence(shortcut))
+            qaction.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            qaction.triggered.connect(lambda _=False, n=answer: self._answer(n))
+            self.addAction(qaction)
+            self.qactions[answer] = qaction
+        for n, shortcut in enumerate(OPTION_KEYS, start=1):
+            button = QPushButton(self.request_bar)
+            button.setObjectName(f"answer-option:{n}")
+            button.setAutoDefault(False)
+            button.clicked.connect(lambda _=False, k=n: self.trigger(f"option:{k}"))
+            rbar.addWidget(button)
+            self.answer_buttons[f"option:{n}"] = button
+            qaction = QAction(f"Option {n}", self)
+            qaction.setShortcut(QKeySequence(shortcut))
+            qaction.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            qaction.triggered.connect(lambda _=False, k=n: self._answer(f"option:{k}"))
+            self.addAction(qaction)
+        self.request_bar.hide()
         # Return is handled by the view and the filter box (eventFilter): the filter
         # box would otherwise swallow it.
         self.qactions[Action.OPEN].setShortcut(QKeySequence())
@@ -154,10 +213,12 @@ class AgentPanel(QWidget):
         layout.setContentsMargins(8, 8, 8, 8)
         layout.setSpacing(6)
         layout.addWidget(self.header)
+        layout.addWidget(self.missions)
         layout.addWidget(self.filter)
         layout.addWidget(self.view, 1)
         layout.addWidget(self.empty, 1)
         layout.addWidget(self.status)
+        layout.addWidget(self.request_bar)
         layout.addLayout(bar)
         self.resize(560, 520)
 
@@ -200,6 +261,12 @@ class AgentPanel(QWidget):
             self._clear_transient()
             self.action.emit(name, agent_id)
 
+    def _answer(self, name: str) -> None:
+        """A shortcut for an answer: only while the selected agent offers it."""
+        button = self.answer_buttons.get(name)
+        if button is not None and button.isVisible() and button.isEnabled():
+            self.trigger(name)
+
     def show_status(self, text: str, transient: bool = False) -> None:
         """Show ``text`` under the list; a transient one goes at the next action or opening."""
         self.status.setText(text)
@@ -212,6 +279,41 @@ class AgentPanel(QWidget):
 
     def set_summary(self, text: str) -> None:
         self.header.setText(text)
+
+    def set_missions(self, lines: list[MissionLine], now: float) -> None:
+        """Show the missions that wait for approval (none: the section is hidden)."""
+        self._mission_lines = lines
+        wanted = {m.id for m in lines}
+        for mission_id in [m for m in self.mission_rows if m not in wanted]:
+            box, _label = self.mission_rows.pop(mission_id)
+            self.missions_layout.removeWidget(box)
+            box.deleteLater()
+        for line in lines:
+            row = self.mission_rows.get(line.id)
+            if row is None:
+                box = QWidget(self.missions)
+                box.setObjectName(f"mission-{line.id}")
+                box.setStyleSheet(
+                    f"#mission-{line.id} {{ background: #fff4e6; border: 1px solid #ffa94d;"
+                    " border-radius: 4px; }"
+                )
+                hbox = QHBoxLayout(box)
+                hbox.setContentsMargins(8, 4, 4, 4)
+                label = QLabel(box)
+                label.setTextFormat(Qt.TextFormat.PlainText)
+                label.setStyleSheet("color: #212529;")
+                button = QPushButton("Review…", box)
+                button.setObjectName(f"review-{line.id}")
+                button.setAutoDefault(False)
+                button.setToolTip("Review the mission's report and each worker's change")
+                button.clicked.connect(lambda _=False, m=line.id: self.review.emit(m))
+                hbox.addWidget(label, 1)
+                hbox.addWidget(button)
+                self.missions_layout.addWidget(box)
+                row = self.mission_rows[line.id] = (box, label)
+            row[1].setText("◆ Mission to approve: " + line.text(now))
+            row[1].setToolTip(line.goal)
+        self.missions.setVisible(bool(lines))
 
     def focus_filter(self) -> None:
         self.filter.setFocus()
@@ -231,6 +333,7 @@ class AgentPanel(QWidget):
 
     def _update_buttons(self) -> None:
         agent = self.current_agent()
+        self._update_request(agent)
         for button in self.buttons.values():
             button.setEnabled(agent is not None)
         if agent is None:
@@ -239,6 +342,33 @@ class AgentPanel(QWidget):
         self.buttons[Action.RESUME].setEnabled(can_resume(agent))
         self.buttons[Action.RESUME].setText(action_label(agent))
         self.qactions[Action.RESUME].setText(action_label(agent))
+
+    def _update_request(self, agent: Agent | None) -> None:
+        request = agent.request if agent is not None else None
+        if agent is None or request is None or agent.state is not AgentState.NEEDS_INPUT:
+            self.request_bar.hide()
+            return
+        answered = bool(request.answered)
+        self.request_label.setText(
+            f"{agent.name} asks: {request.summary or agent.detail}"
+            + (f" (answered: {request.answered})" if answered else "")
+        )
+        self.request_label.setToolTip(request.summary)
+        permission = request.kind is RequestKind.PERMISSION
+        for name, _text, _shortcut in ANSWERS:
+            self.answer_buttons[name].setVisible(permission)
+            self.answer_buttons[name].setEnabled(not answered)
+        options = request.options if request.kind is RequestKind.QUESTION else ()
+        for n, key in enumerate(OPTION_KEYS, start=1):
+            button = self.answer_buttons[f"option:{n}"]
+            if n <= len(options):
+                button.setText(short(options[n - 1], 24))
+                button.setToolTip(
+                    f"Answer “{options[n - 1]}” ({QKeySequence(key).toString(_NATIVE)})"
+                )
+                button.setEnabled(not answered)
+            button.setVisible(n <= len(options))
+        self.request_bar.show()
 
     def _context_menu(self, pos: QPoint) -> None:
         index = self.view.indexAt(pos)
@@ -253,6 +383,22 @@ class AgentPanel(QWidget):
         if agent is None:
             return None
         menu = QMenu(self)
+        request = agent.request if agent.state is AgentState.NEEDS_INPUT else None
+        if request is not None and not request.answered:
+            if request.kind is RequestKind.PERMISSION:
+                answers = [(n, t, k) for n, t, k in ANSWERS]
+            else:
+                answers = [
+                    (f"option:{n}", short(o, 40), OPTION_KEYS[n - 1] if n <= 6 else "")
+                    for n, o in enumerate(request.options, start=1)
+                ]
+            for name, text, shortcut in answers:
+                item = menu.addAction(text)
+                if shortcut:
+                    item.setShortcut(QKeySequence(shortcut))
+                item.triggered.connect(lambda _=False, n=name: self.trigger(n))
+            if answers:
+                menu.addSeparator()
         for name, text, shortcut in ACTIONS:
             item = menu.addAction(text if name is not Action.RESUME else action_label(agent))
             if shortcut:

@@ -55,11 +55,16 @@ class StateCounts:
 
 @dataclass(frozen=True)
 class TraySummary:
-    """The badge count, the mark and the tooltip of the tray icon."""
+    """The badge count, the mark and the tooltip of the tray icon.
+
+    ``needs`` (the badge) counts the agents that need you and the missions that wait for
+    your approval (``missions``): both wait on the person.
+    """
 
     needs: int
     mark: Mark
     tooltip: str
+    missions: int = 0
 
     @property
     def icon_key(self) -> tuple[int, str]:
@@ -72,9 +77,14 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def summarize(
-    counts: StateCounts, connected: bool = True, detail: str = "", paused: bool = False
+    counts: StateCounts,
+    connected: bool = True,
+    detail: str = "",
+    paused: bool = False,
+    missions: int = 0,
 ) -> TraySummary:
-    """The tray's badge, mark and tooltip for these counts (``paused``: notifications are)."""
+    """The tray's badge, mark and tooltip for these counts (``paused``: notifications are;
+    ``missions``: how many wait for the person's approval)."""
     needs = counts[AgentState.NEEDS_INPUT]
     working = counts[AgentState.WORKING] + counts[AgentState.LAUNCHING]
     failed = counts[AgentState.FAILED]
@@ -101,6 +111,8 @@ def summarize(
         mark = Mark.PLAIN
     if not parts:
         parts.append(_plural(live, "agent idle", "agents idle") if live else "no agents running")
+    if missions:
+        parts.insert(0, _plural(missions, "mission to approve", "missions to approve"))
     if paused:
         # Said where the person looks: a paused app is otherwise silent with no sign of it.
         parts.append("notifications paused")
@@ -108,4 +120,4 @@ def summarize(
     if not connected:
         tooltip = f"volee: {detail or 'not connected to the daemon'}\n{tooltip}"
         mark = Mark.WARNING
-    return TraySummary(needs, mark, tooltip)
+    return TraySummary(needs + missions, mark, tooltip, missions)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from volee_desktop.core.durations import duration
 from volee_desktop.core.model import Agent, Mission
 from volee_desktop.core.states import AgentState
 
@@ -72,6 +73,7 @@ def search_text(agent: Agent, mission: Mission | None) -> str:
         STATE_LABEL[agent.state],
         agent.state.value,
         agent.detail,
+        agent.request.summary if agent.request is not None else "",
         agent.activity,
         agent.cwd,
         agent.branch or "",
@@ -80,3 +82,34 @@ def search_text(agent: Agent, mission: Mission | None) -> str:
         *markers(agent),
     ]
     return "\n".join(parts).lower()
+
+
+def detail_text(agent: Agent) -> str:
+    """The row's second line: what a needs-input agent asks (its request), else the detail."""
+    request = agent.request
+    if agent.state is AgentState.NEEDS_INPUT and request is not None and request.summary:
+        return request.summary
+    return agent.detail
+
+
+def tooltip_text(agent: Agent, now: float) -> str:
+    """A row's tooltip: who, state, what it asks (with the project and how long it waits)."""
+    lines = [f"{agent.name} ({agent.id})"]
+    request = agent.request
+    if agent.state is AgentState.NEEDS_INPUT and request is not None:
+        lines.append(f"needs you: {request.summary or agent.detail}")
+        if request.question and request.question not in request.summary:
+            lines.append(request.question)
+        if request.options:
+            lines.append("options: " + " / ".join(request.options))
+        since = request.at or agent.state_since
+        lines.append(f"waiting {duration(now - since)}")
+    else:
+        lines.append(f"{STATE_LABEL[agent.state]}: {agent.detail}")
+    if agent.activity:
+        lines.append(f"last: {agent.activity}")
+    folder = agent.worktree or agent.cwd
+    if folder:
+        lines.append(folder + (f" ({agent.branch})" if agent.branch else ""))
+    lines.extend(markers(agent))
+    return "\n".join(lines)

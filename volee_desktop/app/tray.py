@@ -1,18 +1,30 @@
 """The tray icon: the badge and mark of ``summary.summarize``, a tooltip, a click and a menu.
 
-Left click opens the agent list; right click shows the menu (open the list,
-pause notifications, settings, quit).  The icon is replaced only when what it
-shows changes, and at most once per event-loop turn however many events come.
+Left click opens the agent list; right click shows the menu: the missions that
+wait for approval (Review), the agents that need you (up to ten, most urgent
+first, each with its one-line request and Allow / Deny / Open, or a question's
+options and Reply), then open the list, pause notifications, settings, quit.
+The icon is replaced only when what it shows changes, and at most once per
+event-loop turn however many events come; the menu's top part is rebuilt only
+when its entries change.
 """
 
 from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QRect, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
+from .attention import MENU_AGENTS, AgentLine, MissionLine, short
 from .icons import IconCache
 from .summary import TraySummary
+
+MENU_TEXT = 70  # characters of a request shown in the menu
+MENU_MISSIONS = 5  # missions to approve listed in the menu at most (the list has them all)
 
 
 class Tray(QObject):
@@ -22,14 +34,27 @@ class Tray(QObject):
     settings_requested = Signal()
     quit_requested = Signal()
     pause_toggled = Signal(bool)
+    review_requested = Signal(str)  # a mission id
+    agent_action = Signal(str, str)  # (action: allow | deny | open | reply | option:N, agent id)
 
-    def __init__(self, icons: IconCache, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        icons: IconCache,
+        parent: QObject | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         super().__init__(parent)
         self.icons = icons
+        self.clock = clock
         self.icon = QSystemTrayIcon(self)
         self.icon.setObjectName("trayIcon")
         self.menu = QMenu()
         self.menu.setObjectName("trayMenu")
+        self._attention_key: tuple[object, ...] = ((), ())
+        self._missions: list[MissionLine] = []
+        self._mission_actions: list[QAction] = []
+        self._pool: list[QMenu] = []  # one submenu per agent shown, reused
+        self.menu.aboutToShow.connect(self._refresh_times)
         self.action_open = self._add("Open agent list", self.open_list.emit)
         self.action_pause = QAction("Pause notifications", self.menu)
         self.action_pause.setCheckable(True)
@@ -38,6 +63,7 @@ class Tray(QObject):
         self.action_settings = self._add("Settings…", self.settings_requested.emit)
         self.menu.addSeparator()
         self.action_quit = self._add("Quit volee (agents keep running)", self.quit_requested.emit)
+        self._build_attention()
         self.icon.setContextMenu(self.menu)
         self.icon.activated.connect(self._activated)
         self._key: tuple[int, str] | None = None
@@ -53,6 +79,108 @@ class Tray(QObject):
         action.triggered.connect(slot)
         self.menu.addAction(action)
         return action
+
+    # --- the menu's top part: what waits on the person -------------------------------------
+
+    def _build_attention(self) -> None:
+        """The menu's top part, made once and hidden: entries are shown and renamed, never
+        created or deleted per change (PySide leaks a reference to None for each QAction
+        added to and removed from a menu, and a submenu deleted while open is a crash)."""
+        first = self.action_open
+        me = weakref.ref(self)  # no cycle tray -> menu -> slot -> tray
+        self._mission_header = self._header()
+        self.menu.insertAction(first, self._mission_header)
+        for n in range(MENU_MISSIONS):
+            item = QAction("", self.menu)
+            item.setVisible(False)
+            item.triggered.connect(lambda _=False, k=n: _review(me, k))
+            self.menu.insertAction(first, item)
+            self._mission_actions.append(item)
+        self._agent_header = self._header()
+        self.menu.insertAction(first, self._agent_header)
+        for _n in range(MENU_AGENTS):
+            sub = QMenu(self.menu)
+            sub.setToolTipsVisible(True)
+            sub.menuAction().setVisible(False)
+            self.menu.insertAction(first, sub.menuAction())
+            self._pool.append(sub)
+        self._attention_separator = self.menu.insertSeparator(first)
+        self._attention_separator.setVisible(False)
+
+    def set_attention(self, missions: list[MissionLine], agents: list[AgentLine]) -> None:
+        """Show these missions and agents at the top of the menu (redone only on a change)."""
+        key = (tuple(missions), tuple(agents))
+        if key == self._attention_key:
+            return
+        self._attention_key = key
+        missions = missions[:MENU_MISSIONS]
+        agents = agents[:MENU_AGENTS]
+        self._missions = missions
+        self._mission_header.setText(
+            _count(len(missions), "mission to approve", "missions to approve")
+        )
+        self._mission_header.setVisible(bool(missions))
+        for n, item in enumerate(self._mission_actions):
+            if n < len(missions):
+                item.setObjectName(f"review-{missions[n].id}")
+                item.setToolTip(missions[n].goal)
+            item.setVisible(n < len(missions))
+        self._agent_header.setText(_count(len(agents), "agent needs you", "agents need you"))
+        self._agent_header.setVisible(bool(agents))
+        for n, sub in enumerate(self._pool):
+            if n < len(agents):
+                self._fill(sub, agents[n])
+            sub.menuAction().setVisible(n < len(agents))
+        self._attention_separator.setVisible(bool(missions or agents))
+        self._refresh_times()
+
+    def visible_entries(self) -> list[QAction]:
+        """The menu's entries as shown (tests): visible, separators left out."""
+        return [a for a in self.menu.actions() if a.isVisible() and not a.isSeparator()]
+
+    def _header(self) -> QAction:
+        header = QAction("", self.menu)
+        header.setEnabled(False)
+        header.setVisible(False)
+        font = header.font()
+        font.setBold(True)
+        header.setFont(font)
+        return header
+
+    def _fill(self, sub: QMenu, line: AgentLine) -> None:
+        sub.clear()
+        sub.setTitle(short(line.text(), MENU_TEXT))
+        sub.setObjectName(f"agent-{line.id}")
+        action = sub.menuAction()
+        action.setToolTip(line.request + (f"\n{line.project}" if line.project else ""))
+        me = weakref.ref(self)
+
+        def add(text: str, name: str) -> None:
+            item = sub.addAction(text)
+            item.setObjectName(f"{name}-{line.id}")
+            item.triggered.connect(lambda _=False, a=line.id: _emit(me, name, a))
+
+        info = sub.addAction(short(line.request, 2 * MENU_TEXT))
+        info.setEnabled(False)
+        if line.project:
+            where = sub.addAction(f"in {line.project}")
+            where.setEnabled(False)
+        sub.addSeparator()
+        if line.kind == "question" and line.options:
+            for i, option in enumerate(line.options, start=1):
+                add(short(option, MENU_TEXT), f"option:{i}")
+            add("Reply…", "reply")
+        elif line.kind == "permission":
+            add("Allow", "allow")
+            add("Deny", "deny")
+        else:
+            add("Reply…", "reply")
+        add("Open", "open")
+
+    def _refresh_times(self) -> None:
+        now = self.clock()
+        for item, line in zip(self._mission_actions, self._missions, strict=False):
+            item.setText(short(line.text(now), MENU_TEXT + 20))
 
     def show(self) -> bool:
         """Show the icon; False when there is no system tray to show it in."""
@@ -95,3 +223,21 @@ class Tray(QObject):
             QSystemTrayIcon.ActivationReason.DoubleClick,
         ):
             self.open_list.emit()
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _emit(tray: weakref.ref[Tray], name: str, agent_id: str) -> None:
+    """An agent's menu entry chosen: the tray says so (if it still exists)."""
+    me = tray()
+    if me is not None:
+        me.agent_action.emit(name, agent_id)
+
+
+def _review(tray: weakref.ref[Tray], n: int) -> None:
+    """The ``n``-th mission entry chosen."""
+    me = tray()
+    if me is not None and n < len(me._missions):
+        me.review_requested.emit(me._missions[n].id)
