@@ -7,12 +7,14 @@ import json
 import math
 import socket
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
+from tests.fakes.clock import FakeClock
 from volee_desktop.core import events as ev
 from volee_desktop.core.states import AgentState
 from volee_desktop.daemon import main as daemon_main
@@ -234,11 +236,9 @@ async def test_a_late_hook_payload_does_not_take_the_agent_back_to_an_older_stat
     assert agent.state_since == 200.0
 
 
-async def test_a_payload_spooled_while_the_daemon_runs_is_ingested_without_a_restart(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(daemon_main, "SPOOL_EVERY", 0.05)
-    d = await Daemon.start(dirs())
+async def test_a_payload_spooled_while_the_daemon_runs_is_ingested_without_a_restart() -> None:
+    clock = FakeClock(start=time.time())
+    d = await Daemon.start(dirs(), clock=clock)
     try:
         a = registered("a")
         await d.service.commit([a])
@@ -253,6 +253,15 @@ async def test_a_payload_spooled_while_the_daemon_runs_is_ingested_without_a_res
         # What the hook shim does when the daemon is too slow to answer.
         d.dirs.spool.mkdir(parents=True, exist_ok=True)
         (d.dirs.spool / "00001-timed-out.json").write_text(json.dumps(params))
+        deadline = asyncio.get_running_loop().time() + 5
+        while not clock.sleeping():  # the spool's loop waits on the clock
+            assert asyncio.get_running_loop().time() < deadline, "the spool loop never waited"
+            await asyncio.sleep(0.01)
+        clock.advance(daemon_main.SPOOL_EVERY - 1)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert list(d.dirs.spool.glob("*.json")), "ingested before its time"
+        clock.advance(1)
         deadline = asyncio.get_running_loop().time() + 5
         # The file goes once its events are durable, so a moment after the state changes.
         while d.service.registry.agents[a.agent].state is not AgentState.DONE or list(

@@ -47,11 +47,6 @@ def github_slug(url: str | None) -> tuple[str, str] | None:
     return (match["owner"], match["repo"]) if match else None
 
 
-def stored_token() -> str | None:
-    """The GitHub token from the OS keyring (None when absent or the keyring fails)."""
-    return read_token()[0]
-
-
 def read_token() -> tuple[str | None, str]:
     """The GitHub token from the OS keyring, and a note saying where it came from or why not."""
     try:

@@ -234,8 +234,9 @@ class Daemon:
     async def ingest_spool_now_and_then(self) -> None:
         """Hand over what the hook shim spooled while this daemon runs (a hook that timed out,
         or a payload over one message), not only at the next start."""
+        never = asyncio.Event()
         while True:
-            await asyncio.sleep(SPOOL_EVERY)
+            await self.clock.wait(never, SPOOL_EVERY)
             try:
                 await self.intake.ingest_spool()
             except Exception:

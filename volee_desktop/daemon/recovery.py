@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,7 +187,7 @@ class RecoveryRunner:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    def _spawn(self, coro: Any, name: str) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         task = self.tasks.spawn(coro, name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

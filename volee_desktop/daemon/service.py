@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from typing import Protocol
 
 from ..core.events import Event
 from ..core.registry import Registry
 from ..store.codec import decode_event, encode_event
 from ..store.errors import WriteFailed
+from ..store.records import Record, StoredRecord
 from .errors import Broken, NotWritten, Refused
 
 log = logging.getLogger(__name__)
@@ -33,16 +34,16 @@ Listener = Callable[[int, Event], None]
 class LogLike(Protocol):
     """What the service needs of the event log (``store.log.EventLog`` or ``MemoryLog``)."""
 
-    def append(self, records: Sequence[Any], key: str | None = None) -> Awaitable[list[int]]: ...
+    def append(self, records: Sequence[Record], key: str | None = None) -> Awaitable[list[int]]: ...
 
-    def read(self, after: int = 0) -> Iterator[Any]: ...
+    def read(self, after: int = 0) -> Iterator[StoredRecord]: ...
 
     def last_seq(self) -> int: ...
 
     def has_key(self, key: str) -> bool: ...
 
 
-RecordFactory = Callable[[str, int, bytes], Any]
+RecordFactory = Callable[[str, int, bytes], Record]
 
 
 class Service:
@@ -203,7 +204,7 @@ class Service:
             yield stored.seq, decode_event(stored.type, stored.version, stored.payload)
 
 
-def replay(registry: Registry, records: Iterator[Any]) -> Registry:
+def replay(registry: Registry, records: Iterable[StoredRecord]) -> Registry:
     """Apply stored records in order (start-up)."""
     for stored in records:
         registry.apply(decode_event(stored.type, stored.version, stored.payload))
