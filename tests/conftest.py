@@ -9,14 +9,31 @@ import shutil
 import signal
 import sys
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests import leftovers
+
 # Variables that would make a test talk to a real daemon, harness or desktop of the developer.
 _LEAKY = ("VOLEE_AGENT", "VOLEE_HARNESS", "VOLEE_CLAUDE_BIN", "VOLEE_CODEX_BIN", "VOLEE_PI_BIN")
-_HOMES_SEEN: set[str] = set()
+# Every VOLEE_HOME a test used, and the first test that used it (for the leak check).
+_HOMES_SEEN: dict[str, str] = {}
+# The leak check (tests/leftovers.py): this session's marker, when it started, and when each
+# test ran (start, end, id), in the clock process start times are kept in.
+_SESSION = uuid.uuid4().hex
+_SESSION_START = leftovers.now_ticks()
+_TESTS: list[tuple[int, int, str]] = []
+os.environ[leftovers.MARKER] = _SESSION
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    began = leftovers.now_ticks()
+    yield
+    _TESTS.append((began, leftovers.now_ticks(), item.nodeid))
 
 
 @pytest.fixture(autouse=True)
@@ -66,7 +83,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     yield
     after = os.environ.get("VOLEE_HOME")
     homes.update(h for h in (before, after) if h)
-    _HOMES_SEEN.update(homes)
+    for home in homes:
+        _HOMES_SEEN.setdefault(home, item.nodeid)
 
 
 @pytest.hookimpl(trylast=True)
@@ -79,6 +97,21 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     for home in _HOMES_SEEN:
         end_hosts(Path(home))
+    # Whatever a test started must end with it: daemons (started directly or by the CLI's
+    # auto-start), hosts, harnesses, MCP servers. A process of this session still alive
+    # fails the run, naming the test that started it (then it is killed).
+    left = leftovers.settle(_SESSION, _HOMES_SEEN, _TESTS, _SESSION_START)
+    if left:
+        leftovers.kill(left)
+        report = "\n".join(f"  {item}" for item in left)
+        message = f"processes left running by tests (killed now):\n{report}"
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_sep("=", "leftover processes", red=True)
+            reporter.write_line(message)
+        else:
+            print(message, file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def end_hosts(home: Path) -> int:
