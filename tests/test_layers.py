@@ -2,8 +2,9 @@
 
 core imports only the stdlib (minus anything that does IO, reads the clock or
 draws randomness) and itself; store imports core, the stdlib and msgspec;
-hosts import only the stdlib (no asyncio, no psutil, no core); only app imports
-Qt or qasync.  Inside every package the modules import each other without a circle
+hosts import only the stdlib (no asyncio, no psutil, no core); ipc imports only
+core, paths and the stdlib (it sits below the daemon); only app imports Qt or
+qasync.  Inside every package the modules import each other without a circle
 (the import graph of each package is acyclic).  Every import counts, including those
 under ``if TYPE_CHECKING``, inside functions, and ``importlib.import_module("...")``
 with a literal name.
@@ -180,6 +181,16 @@ def hosts_allows(name: str) -> bool:
     return _top(name) in STDLIB and _top(name) != "asyncio"
 
 
+def ipc_allows(name: str) -> bool:
+    """ipc: the stdlib, the core, ``paths`` (where the socket is) and itself; it sits below
+    the daemon (which serves through it) and the clients alike."""
+    if name == ROOT_PACKAGE or _within(name, "volee_desktop.ipc"):
+        return True
+    if _within(name, "volee_desktop.paths"):
+        return True
+    return _within(name, "volee_desktop.core") or _top(name) in STDLIB
+
+
 def offences(uses: Iterator[Use] | list[Use], allows: Callable[[str], bool]) -> list[str]:
     """The imports a layer's rule refuses, one line each."""
     return [str(use) for use in uses if not allows(use.name)]
@@ -308,6 +319,13 @@ def test_hosts_import_only_the_stdlib() -> None:
     found = offences(module_imports("hosts"), hosts_allows)
     assert not found, _report(
         "hosts must import only the stdlib (no asyncio, psutil or core)", found
+    )
+
+
+def test_ipc_imports_only_core_and_the_stdlib() -> None:
+    found = offences(module_imports("ipc"), ipc_allows)
+    assert not found, _report(
+        "ipc must import only core, paths and the stdlib (never the daemon)", found
     )
 
 
@@ -452,6 +470,12 @@ def test_from_imports_of_other_packages_keep_their_top_level_name() -> None:
         (core_allows, "volee_desktop", True),
         (hosts_allows, "volee_desktop", True),
         (hosts_allows, "volee_desktop.paths", False),
+        (ipc_allows, "volee_desktop.core.events", True),
+        (ipc_allows, "volee_desktop.ipc.protocol", True),
+        (ipc_allows, "socket", True),
+        (ipc_allows, "volee_desktop.paths.dirs", True),
+        (ipc_allows, "volee_desktop.daemon.api", False),
+        (ipc_allows, "volee_desktop.store.codec", False),
     ],
 )
 def test_layer_rules(allows: Callable[[str], bool], name: str, ok: bool) -> None:
