@@ -244,10 +244,15 @@ async def test_tidy_removes_only_delivered_worktrees_and_keeps_branches(
     entry = next(e for e in plan if e["agent"] == w1)
     assert entry["removable"], entry["missing"]
     assert Path(agent.worktree).is_dir()
+    record = daemon.dirs.hosts / f"{w1}.json"
+    await until(record.exists, "the worker's host record")
     done = await call(daemon, "tidy")
     assert next(e for e in done if e["agent"] == w1)["removed"]
     assert not Path(agent.worktree).exists()
     assert git(repo, "branch", "--list", agent.branch or "")
+    # Seed (ADR 0024): the daemon removes the host records of agents that are tidied.
+    assert not record.exists()
+    assert not record.with_suffix(".log").exists()
 
 
 async def test_approval_merges_into_a_base_tree_holding_volees_worktrees(

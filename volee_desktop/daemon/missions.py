@@ -127,7 +127,7 @@ class MissionsRunner:
         self.approval = Approval(
             ctx.service, ctx.tasks, self, self.messages, self.evidence, ctx.methods
         )
-        self.tidy = Tidy(ctx.service, self.evidence, ctx.methods)
+        self.tidy = Tidy(ctx.service, self.evidence, ctx.methods, agents)
         self.changes = Changes(ctx.service, ctx.methods)
         self._locks: dict[str, asyncio.Lock] = {}
         self._dirty: set[str] = set()

@@ -14,8 +14,11 @@ from typing import Any
 from ..core.delivery import tidy_check
 from ..core.model import Agent
 from ..core.supervisor import reported
+from ..hosts.records import host_alive, record_path
 from ..ipc.server import Connection, MethodTable
 from . import git
+from .agenthosts import read_quietly
+from .agents import AgentsRunner
 from .evidence import Evidence
 from .params import flag
 from .service import Service
@@ -28,12 +31,28 @@ def stale(agent: Agent) -> bool:
     return d is None or d.checked_at < last
 
 
+def drop_record(hosts: Path, agent_id: str) -> bool:
+    """Remove the record and log of a host whose program ended (seed: the daemon removes the
+    records of agents that are forgotten or tidied); a record whose program still runs stays
+    (the host needs it). A host that only lingers for late attachers needs it no more."""
+    path = record_path(hosts, agent_id)
+    record = read_quietly(path)
+    if record is not None and record.exit is None and host_alive(record):
+        return False
+    for each in (path, path.with_suffix(".log")):
+        each.unlink(missing_ok=True)
+    return True
+
+
 class Tidy:
     """The ``tidy`` IPC method."""
 
-    def __init__(self, service: Service, evidence: Evidence, methods: MethodTable) -> None:
+    def __init__(
+        self, service: Service, evidence: Evidence, methods: MethodTable, agents: AgentsRunner
+    ) -> None:
         self.service = service
         self.evidence = evidence
+        self.agents = agents  # a tidied agent's program is ended and its host record goes
         methods.add("tidy", self.api_tidy)
 
     async def api_tidy(self, _conn: Connection, params: dict[str, Any]) -> Any:
@@ -64,11 +83,19 @@ class Tidy:
             }
             if entry["removable"] and not dry_run:
                 try:
+                    # Delivered and not busy, maybe still at its prompt: a program left running
+                    # in a removed folder helps nobody, and its host record would stay for ever.
+                    if agent.state.live:
+                        await self.agents.stop(agent, reason="tidied: its work is delivered")
                     await asyncio.to_thread(
                         git.remove_worktree, agent.repo or agent.worktree, agent.worktree
                     )
                     entry["removed"] = True
+                    await asyncio.to_thread(self._drop_record, agent.id)
                 except git.GitError as exc:
                     entry["missing"] = [str(exc)]
             out.append(entry)
         return out
+
+    def _drop_record(self, agent_id: str) -> None:
+        drop_record(self.agents.hosts_dir, agent_id)
