@@ -158,7 +158,11 @@ def test_agent_registered_in_an_ended_mission_is_refused() -> None:
 
 
 def test_membership_changed_join_and_leave() -> None:
-    registry = given(mission(M1), registered(A1, launched_by_volee=False))
+    registry = given(
+        mission(M1),
+        registered(A1, launched_by_volee=False),
+        ev.MissionInvited(at=T0, agent=A1, mission=M1),
+    )
     accepted(registry, ev.MembershipChanged(at=T0, agent=A1, mission=M1))
     assert registry.agents[A1].mission == M1
     accepted(registry, ev.MembershipChanged(at=T0 + 1, agent=A1, mission=M1, joined=False))

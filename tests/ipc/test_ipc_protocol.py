@@ -40,6 +40,7 @@ def test_error_codes_are_the_stable_strings() -> None:
         "conflict",
         "unavailable",
         "internal",
+        "forbidden",
     ]
     assert MAX_MESSAGE == 1_048_576
 

@@ -241,6 +241,27 @@ class MembershipChanged(AgentEvent):
     joined: bool = True
 
 
+@dataclass(frozen=True, kw_only=True)
+class MissionInvited(AgentEvent):
+    """The person or a mission's coordinator invites an agent to join it (docs/trust-model.md).
+
+    Only an invited agent may join a mission (``membership-changed``), by itself.
+    """
+
+    TYPE = "mission-invited"
+    mission: str
+    by: str = "human"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestRefused(AgentEvent):
+    """The daemon refused an agent a request only the person may make (an audit record)."""
+
+    TYPE = "request-refused"
+    method: str
+    reason: str
+
+
 # --- hosts and recovery -------------------------------------------------------------------
 
 
@@ -437,6 +458,8 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     AgentExpired,
     StopRequested,
     MembershipChanged,
+    MissionInvited,
+    RequestRefused,
     HostStarted,
     HostAdopted,
     ProgramExited,

@@ -209,6 +209,16 @@ def _a_membership(r: Tables, e: ev.MembershipChanged) -> None:
         _put(r, _evolve(agent, mission=None))
 
 
+def _a_invited(r: Tables, e: ev.MissionInvited) -> None:
+    mission = r.missions[e.mission]
+    if e.agent not in mission.invited:
+        r.missions[e.mission] = _evolve(mission, invited=(*mission.invited, e.agent))
+
+
+def _a_audit(_r: Tables, _e: ev.Event) -> None:
+    """An audit record: it changes nothing, it is only kept (and shown in the timeline)."""
+
+
 def _a_host_started(r: Tables, e: ev.HostStarted) -> None:
     agent = r.agents[e.agent]
     _put(
@@ -366,6 +376,8 @@ APPLIERS: dict[type, Callable[[Tables, Any], None]] = {
     ev.AgentExpired: _a_expired,
     ev.StopRequested: _a_stop,
     ev.MembershipChanged: _a_membership,
+    ev.MissionInvited: _a_invited,
+    ev.RequestRefused: _a_audit,
     ev.HostStarted: _a_host_started,
     ev.HostAdopted: _a_adopted,
     ev.ProgramExited: _a_exited,

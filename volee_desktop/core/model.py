@@ -261,6 +261,8 @@ class Mission:
     updated_at: float = 0.0
     assessments: dict[str, Assessment] = field(default_factory=dict)
     report_requested: bool = False
+    # Agents the person or the coordinator invited (mission-invited): only they may join.
+    invited: tuple[str, ...] = ()
 
 
 class ThreadKind(StrEnum):

@@ -126,12 +126,53 @@ def _v_context(_r: Tables, e: ev.ContextUsed) -> str | None:
     return None if 0.0 <= e.share <= 1.0 else f"context share {e.share} is outside 0..1"
 
 
+def coordinates(r: Tables, agent_id: str) -> str | None:
+    """The mission ``agent_id`` coordinates, if any."""
+    return next((m.id for m in r.missions.values() if m.coordinator == agent_id), None)
+
+
 def _v_membership(r: Tables, e: ev.MembershipChanged) -> str | None:
+    # Seed 002: only agents that joined through volee's MCP server change missions; the
+    # daemon lets only the agent itself join, and only into a mission that invited it.
     mission = r.missions.get(e.mission)
     if mission is None:
         return f"unknown mission {e.mission!r}"
     if e.joined and mission.status.ended:
         return f"mission {e.mission} is over"
+    agent = r.agents[e.agent]
+    if e.agent not in mission.invited:
+        return (
+            f"{agent.name} was not invited to mission {e.mission}: its coordinator or the "
+            "person invites an agent first, then the agent joins"
+        )
+    if not e.joined:
+        if agent.mission != e.mission:
+            return f"{agent.name} is not in mission {e.mission}"
+        return None
+    led = coordinates(r, e.agent)
+    if led is not None and led != e.mission:
+        return f"{agent.name} coordinates mission {led}; a coordinator joins no other mission"
+    if agent.mission is not None and agent.mission != e.mission:
+        return f"{agent.name} is already in mission {agent.mission}; an agent is in one mission"
+    return None
+
+
+def _v_invited(r: Tables, e: ev.MissionInvited) -> str | None:
+    mission = r.missions.get(e.mission)
+    if mission is None:
+        return f"unknown mission {e.mission!r}"
+    if mission.status.ended:
+        return f"mission {e.mission} is over"
+    if e.by != HUMAN and e.by != mission.coordinator:
+        return f"only the person or the coordinator of mission {e.mission} invites agents to it"
+    agent = r.agents[e.agent]
+    led = coordinates(r, e.agent)
+    if led is not None:
+        return f"{agent.name} coordinates mission {led}; a coordinator joins no other mission"
+    if agent.mission == e.mission:
+        return f"{agent.name} is already in mission {e.mission}"
+    if agent.mission is not None:
+        return f"{agent.name} is already in mission {agent.mission}; an agent is in one mission"
     return None
 
 
@@ -236,6 +277,8 @@ VALIDATORS: dict[type, Callable[[Tables, Any], str | None]] = {
     ev.AgentExpired: _v_ok,
     ev.StopRequested: _v_ok,
     ev.MembershipChanged: _v_membership,
+    ev.MissionInvited: _v_invited,
+    ev.RequestRefused: _v_ok,
     ev.HostStarted: _v_ok,
     ev.HostAdopted: _v_ok,
     ev.ProgramExited: _v_ok,

@@ -4,6 +4,7 @@
 
     Error                 root of the daemon package
     ├── Refused           an event or request was refused by the rules (reason for people)
+    ├── Forbidden         an agent asked for what only the person may do (docs/trust-model.md)
     ├── NotFound          an agent, mission or message that does not exist
     ├── Ambiguous         a name or id prefix that matches more than one thing
     ├── AlreadyRunning    another daemon holds this VOLEE_HOME
@@ -55,3 +56,11 @@ class NotWritten(Broken):
     The daemon keeps going: once the writes in flight have failed too, a retry works again as
     soon as the cause is gone (docs/faults.md).
     """
+
+
+class Forbidden(Error):
+    """An agent asked for what only the person may do (``attempt``: what it tried, in words)."""
+
+    def __init__(self, attempt: str, message: str) -> None:
+        super().__init__(message)
+        self.attempt = attempt

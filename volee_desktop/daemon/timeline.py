@@ -75,6 +75,10 @@ def describe(event: ev.Event, name_of: Callable[[str], str | None] = lambda _i: 
             return f"delivery: {d.commits} commits, {d.pushed}, clean={d.clean}"
         case ev.MembershipChanged():
             return f"{'joined' if event.joined else 'left'} mission {event.mission}"
+        case ev.MissionInvited():
+            return f"invited to mission {event.mission} by {who(event.by)}"
+        case ev.RequestRefused():
+            return f"refused: {event.reason}"
         case _:
             return event.TYPE
 

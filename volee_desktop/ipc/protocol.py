@@ -116,6 +116,8 @@ class ErrorCode(StrEnum):
     CONFLICT = "conflict"
     UNAVAILABLE = "unavailable"
     INTERNAL = "internal"
+    # An agent asked for what only the person may do (docs/trust-model.md).
+    FORBIDDEN = "forbidden"
 
 
 class Error(Exception):

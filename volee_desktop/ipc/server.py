@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from volee_desktop.ipc.caller import Caller, Identify
 from volee_desktop.ipc.protocol import (
     MAX_MESSAGE,
     OVERSIZED,
@@ -157,9 +158,12 @@ class Connection:
         writer: asyncio.StreamWriter,
         peer: PeerCredentials,
         max_send_buffer: int,
+        caller: Caller | None = None,
     ) -> None:
         self._writer = writer
         self.peer = peer
+        # Who this connection speaks for (ipc/caller.py): decided once, when it was accepted.
+        self.caller = caller or Caller.person(peer.pid, "this server identifies no one")
         self.max_send_buffer = max_send_buffer
         self.closed = asyncio.Event()
         self._in_request = False
@@ -187,7 +191,7 @@ class Connection:
         return self._writer.transport.get_write_buffer_size() + self._held_bytes
 
     def __repr__(self) -> str:
-        return f"<Connection uid={self.peer.uid} pid={self.peer.pid}>"
+        return f"<Connection uid={self.peer.uid} pid={self.peer.pid} {self.caller.kind}>"
 
     async def push(self, name: str, payload: dict[str, Any]) -> bool:
         """Send a push; False when the connection is closed (or just closed: too slow).
@@ -330,12 +334,14 @@ class IpcServer:
         transport: Transport,
         expected_uid: int,
         max_send_buffer: int,
+        identify: Identify | None = None,
     ) -> None:
         self.path = path
         self._handler = handler
         self._transport = transport
         self._expected_uid = expected_uid
         self._max_send_buffer = max_send_buffer
+        self._identify = identify
         self._listener: Listener | None = None
         self._connections: set[Connection] = set()
         self._conn_tasks: set[asyncio.Task[Any]] = set()
@@ -355,11 +361,13 @@ class IpcServer:
         transport: Transport | None = None,
         expected_uid: int | None = None,
         max_send_buffer: int = DEFAULT_MAX_SEND_BUFFER,
+        identify: Identify | None = None,
     ) -> IpcServer:
         """Listen at ``path`` (ServerStartError when a live server is there already).
 
         ``expected_uid`` is the only uid admitted (default: this process's);
-        tests pass another to play a foreign user.
+        tests pass another to play a foreign user.  ``identify`` decides, from the
+        peer's credentials, whom each accepted connection speaks for (``conn.caller``).
         """
         server = cls(
             path,
@@ -367,6 +375,7 @@ class IpcServer:
             transport or default_transport(),
             os.getuid() if expected_uid is None else expected_uid,
             max_send_buffer,
+            identify,
         )
         server._listener = await server._transport.listen(path, server._on_connection)
         log.info("serving the local API on %s", path)
@@ -459,7 +468,17 @@ class IpcServer:
             )
             writer.transport.abort()
             return
-        conn = Connection(writer, peer, self._max_send_buffer)
+        caller = None
+        if self._identify is not None:
+            # At once, while the peer still runs: the process that connected is the one whose
+            # ancestry counts, not whatever holds the socket later.
+            try:
+                caller = self._identify(peer)
+            except Exception:
+                log.exception("refused a connection (pid %s): cannot tell who it is", peer.pid)
+                writer.transport.abort()
+                return
+        conn = Connection(writer, peer, self._max_send_buffer, caller)
         self._connections.add(conn)
         log.debug("accepted %r", conn)
         try:

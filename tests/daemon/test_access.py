@@ -1,0 +1,210 @@
+"""Who may call what: the rules for agent callers, method by method (daemon/access.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from volee_desktop.core import events as ev
+from volee_desktop.core.model import HUMAN, Harness, LaunchSettings, MissionKind, Role, ThreadKind
+from volee_desktop.core.registry import Registry
+from volee_desktop.daemon.access import RULES, authorize
+from volee_desktop.daemon.errors import Forbidden
+from volee_desktop.ipc.caller import Caller
+
+T0 = 1_700_000_000.0
+M = "ms_01HF7YAT010000000000000001"
+OTHER_M = "ms_01HF7YAT010000000000000002"
+COORD = "ag_01HF7YAT010000000000000001"
+WORKER = "ag_01HF7YAT010000000000000002"
+STRANGER = "ag_01HF7YAT010000000000000003"
+CHILD = "ag_01HF7YAT010000000000000004"
+TH = "th_01HF7YAT010000000000000001"
+
+
+@pytest.fixture
+def registry() -> Registry:
+    r = Registry()
+    plan = LaunchSettings(harness=Harness.CLAUDE, cwd="/", permission_mode="default")
+    events: list[ev.Event] = [
+        ev.MissionCreated(at=T0, mission=M, goal="g", kind=MissionKind.CHANGE),
+        ev.MissionCreated(at=T0, mission=OTHER_M, goal="h", kind=MissionKind.CHANGE),
+        ev.AgentRegistered(
+            at=T0, agent=COORD, name="coord", harness=Harness.CLAUDE, role=Role.COORDINATOR,
+            mission=M, launch=plan,
+        ),
+        ev.MissionUpdated(at=T0, mission=M, coordinator=COORD),
+        ev.AgentRegistered(
+            at=T0, agent=WORKER, name="worker", harness=Harness.CLAUDE, role=Role.WORKER,
+            mission=M, parent=COORD,
+        ),
+        ev.AgentRegistered(at=T0, agent=STRANGER, name="stranger", harness=Harness.CLAUDE),
+        ev.AgentRegistered(
+            at=T0, agent=CHILD, name="child", harness=Harness.GENERIC, parent=STRANGER
+        ),
+        ev.ThreadOpened(at=T0, thread=TH, kind=ThreadKind.MISSION, mission=M, parties=(HUMAN,)),
+    ]  # fmt: skip
+    for event in events:
+        assert r.validate(event) is None, event
+        r.apply(event)
+    return r
+
+
+def agent(agent_id: str) -> Caller:
+    return Caller.of_agent(agent_id, 1234, "descends from the program (pid 99)")
+
+
+def allowed(registry: Registry, who: str, method: str, **params: Any) -> dict[str, Any]:
+    return authorize(method, agent(who), params, registry)
+
+
+def forbidden(registry: Registry, who: str, method: str, **params: Any) -> Forbidden:
+    with pytest.raises(Forbidden) as caught:
+        authorize(method, agent(who), params, registry)
+    assert str(caught.value).startswith("forbidden: this request comes from agent ")
+    assert "pid 99" in str(caught.value)  # how the daemon knows who it is
+    return caught.value
+
+
+PERSON_ONLY = [
+    ("missions.answer", {"mission": M, "option": "approve"}, f"answer mission {M}'s report"),
+    ("daemon.stop", {}, "stop the daemon"),
+    ("subscribe", {"since": None}, "subscribe to every event"),
+    ("agents.seen", {"agent": "worker"}, "mark agent worker seen"),
+    ("missions.create", {"goal": "x", "repositories": ["/"]}, "create a mission"),
+    # Methods with no rule (the allow/deny of a request, settings, anything new).
+    ("agents.allow", {"agent": "worker"}, "call agents.allow"),
+    ("agents.deny", {"agent": "worker"}, "call agents.deny"),
+    ("settings.set", {"key": "agents.restart_on_crash"}, "call settings.set"),
+]
+
+
+@pytest.mark.parametrize(("method", "params", "attempt"), PERSON_ONLY)
+def test_the_persons_powers_are_refused_to_every_agent(
+    registry: Registry, method: str, params: dict[str, Any], attempt: str
+) -> None:
+    for who in (COORD, WORKER, STRANGER):
+        refused = forbidden(registry, who, method, **params)
+        assert attempt in refused.attempt
+
+
+@pytest.mark.parametrize("method", sorted({*RULES, "agents.allow", "anything.new"}))
+def test_the_person_may_call_everything_unchanged(registry: Registry, method: str) -> None:
+    params = {"agent": "worker", "sender": HUMAN, "mission": M}
+    assert authorize(method, Caller.person(5, "own shell"), params, registry) is params
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        "agents.list", "agents.get", "agents.timeline", "agents.screen", "daemon.status",
+        "discovery.refresh", "missions.list", "missions.show", "missions.check", "caller",
+    ],
+)  # fmt: skip
+def test_reading_is_open_to_agents(registry: Registry, method: str) -> None:
+    assert allowed(registry, STRANGER, method, agent="worker", mission=M) == {
+        "agent": "worker",
+        "mission": M,
+    }
+
+
+def test_posting_is_always_as_the_caller(registry: Registry) -> None:
+    for sender in ("human", "volee"):
+        refused = forbidden(registry, WORKER, "messages.post", sender=sender, to=["human"])
+        party = "the person" if sender == "human" else "volee"
+        assert refused.attempt == f"post a message as {party}"
+    refused = forbidden(registry, WORKER, "messages.post", sender="coord", to=["human"])
+    assert refused.attempt == "post a message as agent coord"
+    assert allowed(registry, WORKER, "messages.post", to=["human"])["sender"] == WORKER
+    assert allowed(registry, WORKER, "messages.post", sender="worker")["sender"] == WORKER
+
+
+def test_posting_into_a_thread_that_is_not_ones_own_is_refused(registry: Registry) -> None:
+    assert allowed(registry, WORKER, "messages.post", to=["human"], thread=TH)["thread"] == TH
+    refused = forbidden(registry, STRANGER, "messages.post", to=["human"], thread=TH)
+    assert TH in refused.attempt
+
+
+def test_agents_send_is_as_the_caller_too(registry: Registry) -> None:
+    forbidden(registry, STRANGER, "agents.send", agent="child", text="y", sender="human")
+    assert allowed(registry, STRANGER, "agents.send", agent="child", text="hi")["sender"] == (
+        STRANGER
+    )
+
+
+def test_reading_messages_is_ones_own_inbox_only(registry: Registry) -> None:
+    refused = forbidden(registry, WORKER, "messages.read", agent="human")
+    assert refused.attempt == "read the person's messages"
+    forbidden(registry, WORKER, "messages.read", agent="coord")
+    assert allowed(registry, WORKER, "messages.read")["agent"] == WORKER
+
+
+@pytest.mark.parametrize("method", ["agents.stop", "agents.forget", "agents.attach_info"])
+def test_stop_forget_and_attach_only_own_children(registry: Registry, method: str) -> None:
+    assert allowed(registry, STRANGER, method, agent="child") == {"agent": "child"}
+    assert allowed(registry, COORD, method, agent="worker") == {"agent": "worker"}
+    refused = forbidden(registry, STRANGER, method, agent="worker")
+    assert "worker, which is not its own child" in refused.attempt
+    forbidden(registry, WORKER, method, agent="coord")
+
+
+def test_resume_only_own_children_not_held_and_without_words(registry: Registry) -> None:
+    assert allowed(registry, STRANGER, "agents.resume", agent="child") == {"agent": "child"}
+    forbidden(registry, STRANGER, "agents.resume", agent="worker")
+    forbidden(registry, STRANGER, "agents.resume", agent="child", text="go on")
+    registry.apply(ev.StopRequested(at=T0, agent=CHILD))
+    refused = forbidden(registry, STRANGER, "agents.resume", agent="child")
+    assert "which the person stopped" in refused.attempt
+
+
+def test_spawn_makes_own_children_only(registry: Registry) -> None:
+    spawned = allowed(registry, STRANGER, "agents.spawn", harness="generic", argv=["true"])
+    assert spawned["parent"] == STRANGER
+    forbidden(registry, STRANGER, "agents.spawn", parent="coord")
+    refused = forbidden(registry, STRANGER, "agents.spawn", mission=M)
+    assert refused.attempt == f"spawn an agent into mission {M}"
+    forbidden(registry, STRANGER, "agents.spawn", role="coordinator")
+    assert allowed(registry, COORD, "agents.spawn", mission=M)["parent"] == COORD
+
+
+def test_a_child_runs_in_its_parents_permission_mode(registry: Registry) -> None:
+    assert allowed(registry, COORD, "agents.spawn")["permission_mode"] == "default"
+    refused = forbidden(registry, COORD, "agents.spawn", permission_mode="bypassPermissions")
+    assert "bypassPermissions" in refused.attempt
+
+
+def test_hooks_speak_for_their_own_agent(registry: Registry) -> None:
+    assert allowed(registry, WORKER, "hook", event="Stop")["agent"] == WORKER
+    refused = forbidden(registry, WORKER, "hook", event="Stop", agent=COORD)
+    assert refused.attempt == f"report hook events as agent {COORD}"
+
+
+def test_a_coordinator_presents_and_spawns_as_itself(registry: Registry) -> None:
+    for method in ("missions.request_approval", "missions.spawn_worker"):
+        assert allowed(registry, COORD, method, body="b")["agent"] == COORD
+        forbidden(registry, WORKER, method, agent="coord")
+    # A worker asking for itself passes here; the handler says only the coordinator may.
+    assert allowed(registry, WORKER, "missions.request_approval")["agent"] == WORKER
+
+
+def test_invitations_come_from_the_coordinator(registry: Registry) -> None:
+    assert allowed(registry, COORD, "missions.invite", mission=M, agent="stranger")
+    refused = forbidden(registry, STRANGER, "missions.invite", mission=M, agent="child")
+    assert "which it does not coordinate" in refused.attempt
+
+
+def test_an_agent_joins_as_itself(registry: Registry) -> None:
+    assert allowed(registry, STRANGER, "missions.join", mission=M)["agent"] == STRANGER
+    forbidden(registry, STRANGER, "missions.join", mission=M, agent="child")
+    forbidden(registry, COORD, "missions.join", mission=M, joined=False)
+
+
+def test_tidy_only_looks(registry: Registry) -> None:
+    assert allowed(registry, WORKER, "tidy", dry_run=True) == {"dry_run": True}
+    forbidden(registry, WORKER, "tidy")
+
+
+def test_missions_workers_defaults_to_the_callers_mission(registry: Registry) -> None:
+    assert allowed(registry, COORD, "missions.workers")["agent"] == COORD
+    assert allowed(registry, STRANGER, "missions.workers", mission=M) == {"mission": M}

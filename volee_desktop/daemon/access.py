@@ -1,0 +1,284 @@
+"""Who may call what (docs/trust-model.md): the rules for agent callers, one per method.
+
+The person (the tray, a CLI in the person's own shell) may call everything.
+An agent caller (``ipc.caller``: any process that descends from an agent's
+program) keeps what seed 002 gives it: messages within the routing rules, its
+reports, its own children, presenting its mission's report as coordinator,
+joining a mission it was invited to.  Whatever names the acting party in a
+request (``sender`` of ``messages.post``, ``agent`` of ``messages.read``…)
+must be the caller itself, and is filled in with it when left out.
+
+``authorize`` returns the parameters the handler runs with, or raises
+``Forbidden`` saying what the agent tried; the API logs it, records it in the
+agent's timeline (``request-refused``) and answers ``forbidden``.  A method
+without a rule here is the person's alone, so a new method is safe until
+someone decides otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.model import HUMAN, VOLEE, Agent, Role
+from ..core.registry import Registry
+from ..core.validation import coordinates
+from ..ipc.caller import Caller
+from .errors import Ambiguous, Forbidden, NotFound
+from .views import resolve_agent, resolve_mission
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request of an agent caller, as the rules see it."""
+
+    method: str
+    caller: Caller
+    params: dict[str, Any]
+    registry: Registry
+
+    @property
+    def me(self) -> str:
+        assert self.caller.agent is not None
+        return self.caller.agent
+
+    @property
+    def agent(self) -> Agent | None:
+        """The caller's agent (None when it was forgotten while its processes ran)."""
+        return self.registry.agents.get(self.me)
+
+    @property
+    def name(self) -> str:
+        return self.registry.name_of(self.me) or self.me
+
+    def forbid(self, attempt: str, hint: str = "") -> Forbidden:
+        how = f" ({self.caller.how})" if self.caller.how else ""
+        message = (
+            f"forbidden: this request comes from agent {self.name}{how}, and an agent may not "
+            f"{attempt}: that is the person's to do"
+        )
+        return Forbidden(attempt, message + (f"; {hint}" if hint else ""))
+
+    def acting_as(self, key: str, what: str) -> dict[str, Any]:
+        """The parameters with ``key`` (the acting party) set to the caller; another is refused."""
+        given = self.params.get(key)
+        if given in (None, ""):
+            return {**self.params, key: self.me}
+        if given in (HUMAN, VOLEE):
+            party = "the person" if given == HUMAN else "volee"
+            raise self.forbid(f"{what} as {party}", f"leave out {key!r}: it is always you")
+        if self._resolves_to_me(given):
+            return {**self.params, key: self.me}
+        raise self.forbid(f"{what} as agent {given}", f"leave out {key!r}: it is always you")
+
+    def _resolves_to_me(self, ref: Any) -> bool:
+        if not isinstance(ref, str):
+            return False
+        try:
+            return resolve_agent(self.registry, ref).id == self.me
+        except (NotFound, Ambiguous):
+            return ref == self.me
+
+    def target(self, key: str = "agent") -> Agent:
+        ref = self.params.get(key)
+        return resolve_agent(self.registry, ref if isinstance(ref, str) else "")
+
+    def own_child(self, what: str) -> dict[str, Any]:
+        target = self.target()
+        if target.id != self.me and target.parent != self.me:
+            raise self.forbid(
+                f"{what} agent {target.name}, which is not its own child",
+                "an agent stops, resumes and forgets only the agents it spawned",
+            )
+        return self.params
+
+
+Rule = Callable[[Request], dict[str, Any]]
+
+
+def _anyone(request: Request) -> dict[str, Any]:
+    return request.params
+
+
+def _person_only(what: str, hint: str = "") -> Rule:
+    """A method only the person calls; ``what`` may name ``{mission}`` or ``{agent}``."""
+
+    def rule(request: Request) -> dict[str, Any]:
+        names = {k: request.params.get(k) or "?" for k in ("mission", "agent")}
+        raise request.forbid(what.format(**names), hint)
+
+    return rule
+
+
+def _hook(request: Request) -> dict[str, Any]:
+    # A hook speaks for its own agent only: another agent's state is not its to report.
+    return request.acting_as("agent", "report hook events")
+
+
+def _spawn(request: Request) -> dict[str, Any]:
+    params = request.params
+    parent = params.get("parent")
+    if parent not in (None, "") and not request._resolves_to_me(parent):
+        raise request.forbid(
+            f"spawn an agent as a child of {parent}", "the agents you spawn are your children"
+        )
+    mission = params.get("mission")
+    if mission not in (None, ""):
+        found = resolve_mission(request.registry, str(mission))
+        if found.coordinator != request.me:
+            raise request.forbid(
+                f"spawn an agent into mission {found.id}",
+                "only its coordinator spawns its workers (spawn_worker)",
+            )
+    if params.get("role") == Role.COORDINATOR:
+        raise request.forbid("spawn a coordinator", "volee spawns a mission's coordinator")
+    me = request.agent
+    mode = me.launch.permission_mode if me is not None and me.launch is not None else None
+    given = params.get("permission_mode")
+    if given not in (None, "") and given != mode:
+        raise request.forbid(
+            f"spawn an agent in permission mode {given!r} (its own is {mode!r})",
+            "a child runs in its parent's permission mode",
+        )
+    out = {**params, "parent": request.me}
+    if mode is not None:
+        out["permission_mode"] = mode
+    return out
+
+
+def _send(request: Request) -> dict[str, Any]:
+    # The message is the caller's (routing applies: the registry checks it on commit).
+    return request.acting_as("sender", "send a message")
+
+
+def _resume(request: Request) -> dict[str, Any]:
+    params = request.own_child("resume")
+    target = request.target()
+    if target.held:
+        raise request.forbid(
+            f"resume agent {target.name}, which the person stopped", "only the person lifts a hold"
+        )
+    if params.get("text"):
+        raise request.forbid(
+            f"resume agent {target.name} with a message as the person",
+            "resume it without text, then write to it with post_message",
+        )
+    return params
+
+
+def _tidy(request: Request) -> dict[str, Any]:
+    if request.params.get("dry_run") is True:
+        return request.params
+    raise request.forbid("remove worktrees (tidy)", "`volee tidy --dry-run` only shows them")
+
+
+def _post(request: Request) -> dict[str, Any]:
+    params = request.acting_as("sender", "post a message")
+    thread_id = params.get("thread")
+    if isinstance(thread_id, str) and thread_id:
+        thread = request.registry.threads.get(thread_id)
+        me = request.agent
+        mine = thread is not None and (
+            request.me in thread.parties
+            or (thread.mission is not None and me is not None and thread.mission == me.mission)
+        )
+        if thread is not None and not mine:
+            raise request.forbid(
+                f"post into thread {thread_id}, which is not one of its own",
+                "leave out 'thread': volee picks the right one",
+            )
+    return params
+
+
+def _read(request: Request) -> dict[str, Any]:
+    given = request.params.get("agent")
+    if given == HUMAN:
+        raise request.forbid("read the person's messages", "read_messages shows yours")
+    return request.acting_as("agent", "read the messages")
+
+
+def _as_coordinator(what: str) -> Rule:
+    def rule(request: Request) -> dict[str, Any]:
+        return request.acting_as("agent", what)
+
+    return rule
+
+
+def _workers(request: Request) -> dict[str, Any]:
+    if request.params.get("agent") in (None, "") and request.params.get("mission") in (None, ""):
+        return {**request.params, "agent": request.me}
+    return request.params
+
+
+def _invite(request: Request) -> dict[str, Any]:
+    mission = resolve_mission(request.registry, str(request.params.get("mission") or ""))
+    if mission.coordinator != request.me:
+        raise request.forbid(
+            f"invite an agent to mission {mission.id}, which it does not coordinate",
+            "its coordinator or the person invites",
+        )
+    return request.params
+
+
+def _join(request: Request) -> dict[str, Any]:
+    params = request.acting_as("agent", "join a mission")
+    if coordinates(request.registry, request.me) is not None and params.get("joined") is False:
+        raise request.forbid("leave the mission it coordinates")
+    return params
+
+
+RULES: dict[str, Rule] = {
+    # Reading: anyone (the person's inbox excepted, below).
+    "agents.list": _anyone,
+    "agents.get": _anyone,
+    "agents.timeline": _anyone,
+    "agents.screen": _anyone,
+    "daemon.status": _anyone,
+    "discovery.refresh": _anyone,
+    "missions.list": _anyone,
+    "missions.show": _anyone,
+    "missions.check": _anyone,
+    "missions.workers": _workers,
+    "caller": _anyone,
+    # Its own hooks, messages, children, missions.
+    "hook": _hook,
+    "agents.spawn": _spawn,
+    "agents.send": _send,
+    "agents.stop": lambda r: r.own_child("stop"),
+    "agents.forget": lambda r: r.own_child("forget"),
+    "agents.resume": _resume,
+    "agents.attach_info": lambda r: r.own_child("attach to"),
+    "messages.post": _post,
+    "messages.read": _read,
+    "missions.request_approval": _as_coordinator("present a mission's report"),
+    "missions.spawn_worker": _as_coordinator("spawn a mission's worker"),
+    "missions.invite": _invite,
+    "missions.join": _join,
+    "tidy": _tidy,
+    # The person's alone (also every method not named here).
+    "missions.answer": _person_only("answer mission {mission}'s report as the person"),
+    "missions.create": _person_only("create a mission", "ask the person for one with post_message"),
+    "agents.seen": _person_only("mark agent {agent} seen as the person"),
+    "subscribe": _person_only(
+        "subscribe to every event (it carries the person's messages)",
+        "`volee ls` and `volee timeline` read what you need",
+    ),
+    "daemon.stop": _person_only("stop the daemon"),
+}
+
+
+def authorize(
+    method: str, caller: Caller, params: dict[str, Any], registry: Registry
+) -> dict[str, Any]:
+    """The parameters ``method`` runs with for ``caller``; ``Forbidden`` when it may not."""
+    if caller.is_person:
+        return params
+    request = Request(method, caller, params, registry)
+    rule = RULES.get(method)
+    if rule is None:
+        raise request.forbid(f"call {method}", "only the person's interfaces use it")
+    return rule(request)
+
+
+__all__ = ["RULES", "Request", "authorize"]

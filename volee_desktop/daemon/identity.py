@@ -1,0 +1,248 @@
+"""Who is on the other end of a connection: the person, or an agent (docs/trust-model.md).
+
+Every agent runs as the person's own user, so the peer's uid says nothing.  The
+kernel also gives the peer's pid (SO_PEERCRED / LOCAL_PEERPID, read by the IPC
+transport); a process that descends from an agent's program is that agent,
+whatever its requests say.  In order, the first that matches decides:
+
+1. an ancestor (or the peer itself) is the program of a live agent: the
+   program pid of its host record (checked against the record's start time, so
+   a reused pid is not taken for it), or the pid of a live agent volee only
+   watches (found by discovery);
+2. the peer's session is the session of such a program (the host makes the
+   program a session leader: a process that double-forked away from the tree
+   without ``setsid`` keeps it);
+3. an ancestor is volee's host of an agent (its command line names the agent),
+   for the moment between the program's start and its host record;
+4. the peer's own environment has ``VOLEE_AGENT`` naming a known agent (volee
+   sets it for every agent it launches; a process that left the tree without
+   clearing it is still known).
+
+Anything else is the person.  The rules only ever *lower* what a caller may do
+(an agent may do less than the person), so a claim in the environment or the
+command line is believed when nothing stronger says otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..core.model import Location
+from ..core.registry import Registry
+from ..hosts.errors import RecordError
+from ..hosts.records import HostRecord, program_alive, read_record
+from ..ipc.caller import Caller
+from ..ipc.transport import PeerCredentials
+
+log = logging.getLogger(__name__)
+
+#: Deeper than any real process tree; a loop in a broken table stops here.
+MAX_DEPTH = 64
+HOST_MODULE = "volee_desktop.hosts.host"
+
+
+class ProcessTable(Protocol):
+    """What identification reads about processes (psutil in the daemon, a dict in tests)."""
+
+    def parent(self, pid: int) -> int | None:
+        """The parent pid, or None when the process is gone."""
+
+    def session(self, pid: int) -> int | None:
+        """The session id, or None when unknown."""
+
+    def cmdline(self, pid: int) -> list[str]:
+        """The command line ([] when unreadable)."""
+
+    def env_agent(self, pid: int) -> str | None:
+        """``VOLEE_AGENT`` of the process's environment, if readable and set."""
+
+
+class PsutilTable:
+    """The machine's process table."""
+
+    def parent(self, pid: int) -> int | None:
+        import psutil
+
+        try:
+            return int(psutil.Process(pid).ppid())
+        except (psutil.Error, OSError):
+            return None
+
+    def session(self, pid: int) -> int | None:
+        try:
+            return os.getsid(pid)
+        except OSError:
+            return None
+
+    def cmdline(self, pid: int) -> list[str]:
+        import psutil
+
+        try:
+            return [str(part) for part in psutil.Process(pid).cmdline()]
+        except (psutil.Error, OSError):
+            return []
+
+    def env_agent(self, pid: int) -> str | None:
+        import psutil
+
+        try:
+            return psutil.Process(pid).environ().get("VOLEE_AGENT") or None
+        except (psutil.Error, OSError):
+            return None
+
+
+def host_agent(cmdline: list[str]) -> str | None:
+    """The agent of a volee host's command line (``… volee_desktop.hosts.host … --agent AG``)."""
+    head = cmdline[: cmdline.index("--")] if "--" in cmdline else cmdline
+    if not any(HOST_MODULE in part for part in head):
+        return None
+    try:
+        return head[head.index("--agent") + 1]
+    except (ValueError, IndexError):
+        return None
+
+
+@dataclass(frozen=True)
+class Program:
+    """A live agent's program, as identification knows it."""
+
+    agent: str
+    pid: int
+    record: HostRecord | None  # None for an agent volee only watches
+
+
+class HostRecords:
+    """The host records of ``folder``, re-read only when a file changed."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._cache: dict[str, tuple[int, HostRecord | None]] = {}
+
+    def running(self) -> Iterator[HostRecord]:
+        seen: set[str] = set()
+        try:
+            entries = list(os.scandir(self.folder))
+        except OSError:
+            entries = []
+        for entry in entries:
+            if not entry.name.endswith(".json") or entry.name.startswith("."):
+                continue
+            seen.add(entry.name)
+            try:
+                mtime = entry.stat().st_mtime_ns
+            except OSError:
+                continue
+            cached = self._cache.get(entry.name)
+            if cached is None or cached[0] != mtime:
+                try:
+                    record = read_record(entry.path)
+                except RecordError:
+                    record = None
+                cached = self._cache[entry.name] = (mtime, record)
+            if cached[1] is not None and cached[1].running:
+                yield cached[1]
+        for gone in self._cache.keys() - seen:
+            del self._cache[gone]
+
+
+class Identifier:
+    """``identify(peer)`` for the IPC server: the caller of a new connection."""
+
+    def __init__(
+        self,
+        registry: Callable[[], Registry],
+        records: HostRecords,
+        table: ProcessTable | None = None,
+        own_pid: int | None = None,
+        alive: Callable[[HostRecord], bool] = program_alive,
+    ) -> None:
+        self._registry = registry
+        self._records = records
+        self._table = table or PsutilTable()
+        self._own_pid = os.getpid() if own_pid is None else own_pid
+        self._alive = alive
+
+    def programs(self, registry: Registry) -> dict[int, Program]:
+        """The program pid of every live agent."""
+        found: dict[int, Program] = {}
+        for record in self._records.running():
+            # A forgotten agent whose program still runs is still that agent, not the person.
+            if record.agent in registry.names and record.program_pid is not None:
+                found[record.program_pid] = Program(record.agent, record.program_pid, record)
+        for agent in registry.agents.values():
+            # Agents volee only watches: their pid from discovery, while they live.
+            if (
+                agent.pid is not None
+                and agent.state.live
+                and agent.location is not Location.HOST
+                and agent.pid not in found
+            ):
+                found[agent.pid] = Program(agent.id, agent.pid, None)
+        return found
+
+    def _verified(self, program: Program | None) -> bool:
+        if program is None:
+            return False
+        return program.record is None or self._alive(program.record)
+
+    def ancestry(self, pid: int) -> list[int]:
+        """``pid`` and its ancestors, nearest first (up to, not including, pid 0/1)."""
+        chain: list[int] = []
+        current: int | None = pid
+        while current is not None and current > 1 and len(chain) < MAX_DEPTH:
+            if current in chain:
+                break
+            chain.append(current)
+            current = self._table.parent(current)
+        return chain
+
+    def __call__(self, peer: PeerCredentials) -> Caller:
+        pid = peer.pid
+        if pid is None:
+            # No platform volee runs on says nothing; a Windows pipe would give the pid too.
+            return Caller.person(None, "the OS does not say which process connected")
+        if pid == self._own_pid:
+            return Caller.person(pid, "the daemon's own process")
+        registry = self._registry()
+        programs = self.programs(registry)
+        chain = self.ancestry(pid)
+
+        def name(agent_id: str) -> str:
+            return registry.name_of(agent_id) or agent_id
+
+        for ancestor in chain:
+            program = programs.get(ancestor)
+            if self._verified(program):
+                assert program is not None
+                what = "is" if ancestor == pid else "descends from"
+                return Caller.of_agent(
+                    program.agent,
+                    pid,
+                    f"{what} the program (pid {ancestor}) of agent {name(program.agent)}",
+                )
+        session = self._table.session(pid)
+        program = programs.get(session) if session is not None else None
+        if self._verified(program):
+            assert program is not None
+            return Caller.of_agent(
+                program.agent,
+                pid,
+                f"runs in the session of agent {name(program.agent)}'s program (pid {session})",
+            )
+        for ancestor in chain:
+            agent_id = host_agent(self._table.cmdline(ancestor))
+            if agent_id is not None and agent_id in registry.agents:
+                how = f"descends from volee's host (pid {ancestor}) of agent {name(agent_id)}"
+                return Caller.of_agent(agent_id, pid, how)
+        claimed = self._table.env_agent(pid)
+        if claimed is not None and claimed in registry.agents:
+            return Caller.of_agent(claimed, pid, f"its environment says VOLEE_AGENT={claimed}")
+        return Caller.person(pid, "descends from no agent volee knows")
+
+
+__all__ = ["HostRecords", "Identifier", "ProcessTable", "PsutilTable", "host_agent"]
