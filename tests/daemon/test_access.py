@@ -62,7 +62,7 @@ def allowed(registry: Registry, who: str, method: str, **params: Any) -> dict[st
 def forbidden(registry: Registry, who: str, method: str, **params: Any) -> Forbidden:
     with pytest.raises(Forbidden) as caught:
         authorize(method, agent(who), params, registry)
-    assert str(caught.value).startswith("forbidden: this request comes from agent ")
+    assert str(caught.value).startswith("forbidden: you are agent ")
     assert "pid 99" in str(caught.value)  # how the daemon knows who it is
     return caught.value
 

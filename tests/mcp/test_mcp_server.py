@@ -90,6 +90,7 @@ async def test_the_tools_drive_an_analysis_mission_end_to_end(root: Path, daemon
             "present_report",
             "spawn_worker",
             "list_workers",
+            "invite_to_mission",
             "join_mission",
         }
         posted = await tool(coord, "post_message", to=["human"], body="starting")
@@ -136,6 +137,12 @@ async def test_routing_refusals_reach_the_model_and_join_mission_opens_the_way(
     async with session_as(stranger["id"]) as me:
         said = await tool_error(me, "post_message", to=[coordinator], body="hello")
         assert "may not write" in said
+        # Seed 002: only an invited agent joins, by itself; its coordinator invites it.
+        said = await tool_error(me, "join_mission", mission=view["id"])
+        assert "was not invited" in said
+        async with session_as(coordinator) as coord:
+            invited = await tool(coord, "invite_to_mission", agent="stranger")
+            assert invited["invited"] == [stranger["id"]]
         joined = await tool(me, "join_mission", mission=view["id"])
         assert joined["mission"] == view["id"]
         await tool(me, "post_message", to=[coordinator], body="hello")

@@ -21,7 +21,7 @@ from ..core.durations import duration
 from ..ipc.client import Client
 from ..ipc.protocol import DaemonUnavailable, ServerStartError
 from ..paths import NotPrivate, dirs
-from .common import CliError, Commands, emit_json
+from .common import CliError, Commands, call, emit_json
 
 STOP_TIMEOUT = 15.0
 
@@ -41,6 +41,22 @@ def add_commands(commands: Commands) -> None:
         p = actions.add_parser(name, help=helptext)
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.set_defaults(func=func)
+    p = commands.add_parser("whoami", help="whom the daemon takes this process for, and why")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_whoami)
+
+
+def cmd_whoami(args: argparse.Namespace) -> int:
+    who = call(args, "caller")
+    if args.json:
+        emit_json(who)
+    elif who["kind"] == "person":
+        print(f"the person (pid {who['pid']}: {who['how']})")
+    else:
+        print(
+            f"agent {who['name'] or who['agent']} ({who['agent']}; pid {who['pid']}: {who['how']})"
+        )
+    return 0
 
 
 def cmd_daemon_run(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""``volee mission create|ls|show|answer``, ``volee tidy [--dry-run]`` and ``volee mcp``."""
+"""``volee mission create|ls|show|answer|invite``, ``volee tidy [--dry-run]`` and ``volee mcp``."""
 
 from __future__ import annotations
 
@@ -48,6 +48,12 @@ def add_commands(sub: Commands) -> None:
     p.add_argument("text", nargs="*", metavar="TEXT")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_answer)
+
+    p = msub.add_parser("invite", help="invite an agent to a mission (it joins by itself)")
+    p.add_argument("mission", metavar="MISSION")
+    p.add_argument("agent", metavar="AGENT")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_invite)
 
     p = sub.add_parser("tidy", help="remove worktrees whose work is delivered (branches kept)")
     p.add_argument("--dry-run", action="store_true", dest="dry_run")
@@ -194,6 +200,18 @@ def cmd_answer(args: argparse.Namespace) -> int:
     )
     if view["status"] == "approved":
         print(f"still merging: `volee mission show {view['id']}` follows it")
+    return 0
+
+
+def cmd_invite(args: argparse.Namespace) -> int:
+    view = call(args, "missions.invite", mission=args.mission, agent=args.agent)
+    if args.json:
+        emit_json(view)
+        return 0
+    print(
+        f"invited {args.agent} to mission {view['id']}: it joins with volee's MCP tool "
+        "join_mission (it was told)"
+    )
     return 0
 
 

@@ -17,16 +17,24 @@ someone decides otherwise.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..core import events as ev
 from ..core.model import HUMAN, VOLEE, Agent, Role
 from ..core.registry import Registry
 from ..core.validation import coordinates
 from ..ipc.caller import Caller
-from .errors import Ambiguous, Forbidden, NotFound
+from .errors import Ambiguous, Forbidden, NotFound, Refused
 from .views import resolve_agent, resolve_mission
+
+if TYPE_CHECKING:
+    from .service import Service
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -55,8 +63,8 @@ class Request:
     def forbid(self, attempt: str, hint: str = "") -> Forbidden:
         how = f" ({self.caller.how})" if self.caller.how else ""
         message = (
-            f"forbidden: this request comes from agent {self.name}{how}, and an agent may not "
-            f"{attempt}: that is the person's to do"
+            f"forbidden: you are agent {self.name}{how}, and an agent may not {attempt}: "
+            "only the person may"
         )
         return Forbidden(attempt, message + (f"; {hint}" if hint else ""))
 
@@ -241,6 +249,8 @@ RULES: dict[str, Rule] = {
     "missions.check": _anyone,
     "missions.workers": _workers,
     "caller": _anyone,
+    # The agent's MCP relay: its session speaks for the caller (daemon/mcphub.py).
+    "mcp.session": _anyone,
     # Its own hooks, messages, children, missions.
     "hook": _hook,
     "agents.spawn": _spawn,
@@ -281,4 +291,43 @@ def authorize(
     return rule(request)
 
 
-__all__ = ["RULES", "Request", "authorize"]
+class Audit:
+    """Refusals: logged with the caller's identity, and kept in the agent's timeline.
+
+    The same refusal again within ``window`` seconds (a relay or a script that retries) is
+    logged but recorded once, so that a loop cannot fill the log.
+    """
+
+    def __init__(
+        self, service: Service, clock: Callable[[], float] = time.monotonic, window: float = 30.0
+    ) -> None:
+        self.service = service
+        self.clock = clock
+        self.window = window
+        self._last: dict[tuple[str, str, str], float] = {}
+
+    async def refused(self, caller: Caller, method: str, refused: Forbidden) -> None:
+        """An agent tried what only the person may do."""
+        await self.record(caller, method, f"tried to {refused.attempt}")
+
+    async def record(self, caller: Caller, method: str, reason: str) -> None:
+        """A refused request of ``caller`` (an agent), with the reason in words."""
+        log.warning("refused %s to %s: %s", method, caller, reason)
+        if caller.agent is None:
+            return
+        key = (caller.agent, method, reason)
+        now = self.clock()
+        last = self._last.get(key)
+        if last is not None and now - last < self.window:
+            return
+        if len(self._last) > 1000:
+            self._last = {k: t for k, t in self._last.items() if now - t < self.window}
+        self._last[key] = now
+        event = ev.RequestRefused(at=time.time(), agent=caller.agent, method=method, reason=reason)
+        try:
+            await self.service.commit([event])
+        except Refused as exc:  # a forgotten agent: the log line above is all there is
+            log.warning("the refusal of %s to %s is not in a timeline: %s", method, caller, exc)
+
+
+__all__ = ["RULES", "Audit", "Request", "authorize"]

@@ -197,6 +197,14 @@ class AgentsRunner(AgentHosts):
         if record is not None and record.exit is None and host_alive(record):
             client = HostClient(record.socket or self.socket_of(agent_id))
             answer = self._answer(agent, text)
+            message = self.service.current().messages.get(message_id or "")
+            if answer is not None and message is not None and message.sender != HUMAN:
+                # Typed now, another agent's (or volee's) words would answer the permission
+                # dialog on screen, which is the person's to answer (docs/trust-model.md).
+                raise Refused(
+                    f"agent {agent.name} waits for the person's answer to a permission; the "
+                    "message stays unread until it reads its messages (read_messages)"
+                )
             if answer is None:
                 await asyncio.to_thread(client.send_text, text)
             else:

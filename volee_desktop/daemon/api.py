@@ -8,25 +8,45 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ipc.caller import caller_of
 from ..ipc.protocol import ErrorCode, IpcError
 from ..ipc.server import Connection, MethodTable
-from .errors import Ambiguous, Broken, NotFound, Refused
+from .access import Audit, authorize
+from .errors import Ambiguous, Broken, Forbidden, NotFound, Refused
+from .service import Service
 
 
 class Api:
-    """Dispatches by method name; NotFound, Ambiguous, Refused and Broken become error codes."""
+    """Dispatches by method name; NotFound, Ambiguous, Refused and Broken become error codes.
 
-    def __init__(self, methods: MethodTable) -> None:
+    A request of an agent (``ipc.caller``) first passes the rules of ``access.py``: what only
+    the person may do is ``forbidden``, and every refusal of an agent is audited.
+    """
+
+    def __init__(self, methods: MethodTable, service: Service, audit: Audit) -> None:
         self.methods = methods
+        self.service = service
+        self.audit = audit
 
     async def __call__(self, conn: Connection, method: str, params: dict[str, Any]) -> Any:
+        caller = caller_of(conn)
         try:
+            if not caller.is_person:
+                params = authorize(method, caller, params, self.service.current())
             return await self.methods(conn, method, params)
+        except Forbidden as exc:
+            await self.audit.refused(caller, method, exc)
+            if method == "hook":
+                # Never an error to a hook: the shim would spool it, to be taken at next start.
+                return {"accepted": False, "reason": str(exc)}
+            raise IpcError(ErrorCode.FORBIDDEN, str(exc)) from exc
         except NotFound as exc:
             raise IpcError(ErrorCode.NOT_FOUND, str(exc)) from exc
         except Ambiguous as exc:
             raise IpcError(ErrorCode.AMBIGUOUS, str(exc)) from exc
         except Refused as exc:
+            if not caller.is_person:
+                await self.audit.record(caller, method, f"{method}: {exc}")
             raise IpcError(ErrorCode.REFUSED, str(exc)) from exc
         except Broken as exc:
             raise IpcError(ErrorCode.UNAVAILABLE, str(exc)) from exc

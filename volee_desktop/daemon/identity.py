@@ -43,7 +43,8 @@ log = logging.getLogger(__name__)
 
 #: Deeper than any real process tree; a loop in a broken table stops here.
 MAX_DEPTH = 64
-HOST_MODULE = "volee_desktop.hosts.host"
+#: How a volee host's command line names its module (launcher.py's boot line).
+HOST_MODULES = ("volee_desktop.hosts.main", "volee_desktop.hosts.host")
 
 
 class ProcessTable(Protocol):
@@ -99,7 +100,7 @@ class PsutilTable:
 def host_agent(cmdline: list[str]) -> str | None:
     """The agent of a volee host's command line (``… volee_desktop.hosts.host … --agent AG``)."""
     head = cmdline[: cmdline.index("--")] if "--" in cmdline else cmdline
-    if not any(HOST_MODULE in part for part in head):
+    if not any(module in part for part in head for module in HOST_MODULES):
         return None
     try:
         return head[head.index("--agent") + 1]

@@ -27,17 +27,20 @@ from ..harness.claude import ClaudeProfile
 from ..harness.codex import CodexProfile
 from ..harness.generic import GenericProfile
 from ..harness.pi import PiProfile
+from ..ipc.caller import caller_of
 from ..ipc.server import Connection, IpcServer, MethodTable, Reply
 from ..paths import Dirs, ensure_private_dir
 from ..pidlock import PidLock
 from ..store.log import EventLog
 from ..store.records import Record
+from .access import Audit
 from .agents import AgentsRunner
 from .api import Api
 from .clock import Clock, LoopClock
 from .context import Clients, CloseHooks, Context, StatusBoard, Tasks
 from .discovery import Discovery
 from .errors import AlreadyRunning
+from .identity import HostRecords, Identifier
 from .intake import Intake
 from .listers import Lister, SystemLister, claude_binary
 from .mcphub import McpHub
@@ -98,7 +101,9 @@ class Daemon:
         self._stop = asyncio.Event()
 
         methods = MethodTable(f"this daemon ({__version__})")
-        self.api = Api(methods)
+        # Every request of an agent passes the rules of access.py; refusals are audited.
+        self.audit = Audit(service)
+        self.api = Api(methods, service, self.audit)
         self.status_board = StatusBoard()
         self.closing = CloseHooks()
         ctx = Context(
@@ -124,11 +129,12 @@ class Daemon:
         methods.add("discovery.refresh", self.discovery.api_refresh)
         self.status_board.add("discovery", self.discovery.status)
         # The agents' MCP sessions run the daemon's methods on their relay's connection.
-        self.mcp = McpHub(ctx, self.api)
+        self.mcp = McpHub(ctx, self.api, self.audit)
         self.missions = MissionsRunner(ctx, self.agents)
         self.recovery = RecoveryRunner(ctx, self.agents, self.exits)
         methods.add("hook", self.api_hook)
         methods.add("daemon.status", self.api_status)
+        methods.add("caller", self.api_caller)
         methods.add("daemon.stop", self.api_stop)
 
     def _discovery(self, lister: Lister | None) -> Discovery:
@@ -194,7 +200,9 @@ class Daemon:
             )
             await daemon.take_over()
             if serve:
-                daemon.server = await IpcServer.start(dirs.socket, daemon.api)
+                # Who each connection speaks for: the person, or the agent it descends from.
+                identify = Identifier(lambda: service.registry, HostRecords(dirs.hosts))
+                daemon.server = await IpcServer.start(dirs.socket, daemon.api, identify=identify)
             tasks.spawn(daemon.ingest_spool_now_and_then(), "spool")
         except BaseException:
             # A start that fails late (e.g. the socket cannot be bound) must not leave the
@@ -267,6 +275,18 @@ class Daemon:
             "broken": self.service.broken,
             "config_problems": self.facts.config_problems,
             "extra": self.status_board.read(),
+        }
+
+    async def api_caller(self, conn: Connection, _params: dict[str, Any]) -> Any:
+        """Who this connection speaks for, as the daemon decided it (docs/trust-model.md)."""
+        who = caller_of(conn)
+        name = self.service.registry.name_of(who.agent) if who.agent else None
+        return {
+            "kind": str(who.kind),
+            "agent": who.agent,
+            "name": name,
+            "pid": who.pid,
+            "how": who.how,
         }
 
     async def api_stop(self, _conn: Connection, _params: dict[str, Any]) -> Any:

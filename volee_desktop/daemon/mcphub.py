@@ -7,9 +7,11 @@ session, served by ``mcp/server.py``'s tools.  Each tool runs the daemon's own m
 caller) holds for the MCP tools too.  The SDK is imported at the first session (it
 costs about 40 MB and half a second of CPU), in a thread.
 
-Who the session speaks for: the ``agent`` the relay sends (its ``VOLEE_AGENT``), but
-never the person or volee itself; deciding it from the connection's process ancestry is
-issue 11's.
+Who the session speaks for: the agent the daemon identified the relay's connection as
+(``ipc.caller``, docs/trust-model.md); a relay whose ``VOLEE_AGENT`` says otherwise is
+that agent all the same, and the claim is recorded as refused in its timeline.  Only a
+relay the daemon takes for the person uses the ``agent`` it sends (never the person or
+volee itself): the person may act as one of their agents.
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ from typing import Any
 
 from ..core import events as ev
 from ..core.model import HUMAN, VOLEE, Harness
+from ..ipc.caller import caller_of
 from ..ipc.server import Connection, Handler, Takeover
+from .access import Audit
 from .context import Context
+from .errors import Forbidden
 from .params import text
 
 log = logging.getLogger(__name__)
@@ -57,10 +62,11 @@ async def lines_of(rest: bytes, reader: asyncio.StreamReader) -> AsyncIterator[b
 class McpHub:
     """``mcp.session``: the sessions of the agents' relays."""
 
-    def __init__(self, ctx: Context, api: Handler) -> None:
+    def __init__(self, ctx: Context, api: Handler, audit: Audit) -> None:
         self.service = ctx.service
         self.tasks = ctx.tasks
         self.api = api
+        self.audit = audit
         self.live = 0
         self.opened = 0
         self._loading: asyncio.Future[Any] | None = None
@@ -87,10 +93,23 @@ class McpHub:
     def status(self) -> dict[str, int]:
         return {"sessions": self.live, "opened": self.opened}
 
-    async def api_session(self, _conn: Connection, params: dict[str, Any]) -> Any:
+    async def api_session(self, conn: Connection, params: dict[str, Any]) -> Any:
         agent = text(params, "agent", required=False)
         why = None
-        if agent in (HUMAN, VOLEE):
+        caller = caller_of(conn)
+        if not caller.is_person:
+            # The daemon knows whose relay this is; what its environment says does not count.
+            assert caller.agent is not None
+            if agent not in (None, caller.agent):
+                what = {HUMAN: "the person", VOLEE: "volee"}.get(agent, f"agent {agent}")
+                name = self.service.registry.name_of(caller.agent) or caller.agent
+                refused = Forbidden(
+                    f"use volee's MCP tools as {what} (VOLEE_AGENT={agent})",
+                    f"forbidden: VOLEE_AGENT={agent}, but this relay is agent {name}'s",
+                )
+                await self.audit.refused(caller, "mcp.session", refused)
+            agent = caller.agent
+        elif agent in (HUMAN, VOLEE):
             why = (
                 f"VOLEE_AGENT={agent} is not an agent: volee's MCP tools speak only for the "
                 "agent that runs them, never for the person or volee"

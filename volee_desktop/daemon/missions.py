@@ -21,8 +21,10 @@ from ..core import events as ev
 from ..core.ids import MISSION, THREAD
 from ..core.model import (
     HUMAN,
+    VOLEE,
     Agent,
     Message,
+    MessageKind,
     Mission,
     MissionKind,
     MissionStatus,
@@ -32,6 +34,7 @@ from ..core.model import (
 from ..core.names import unique_name
 from ..core.registry import Registry
 from ..core.supervisor import supervise, workers_of
+from ..ipc.caller import caller_of
 from ..ipc.server import Connection
 from ..store.codec import to_builtins
 from . import git
@@ -60,7 +63,8 @@ from .tidy import Tidy
 from .views import agent_view, mission_view, resolve_mission
 
 TOOLS = (
-    "post_message, read_messages, report, present_report, spawn_worker, list_workers, join_mission"
+    "post_message, read_messages, report, present_report, spawn_worker, list_workers, "
+    "invite_to_mission, join_mission"
 )
 
 
@@ -141,6 +145,7 @@ class MissionsRunner:
             ("missions.spawn_worker", self.api_spawn_worker),
             ("missions.workers", self.api_workers),
             ("missions.join", self.api_join),
+            ("missions.invite", self.api_invite),
         ):
             ctx.methods.add(name, fn)
         self.service.listen(self._on_event)
@@ -403,7 +408,35 @@ class MissionsRunner:
             mission = resolve_mission(registry, text(params, "mission") or "")
         return [assessed_view(mission, worker) for worker in workers_of(registry, mission)]
 
-    async def api_join(self, _conn: Connection, params: dict[str, Any]) -> Any:
+    async def api_invite(self, conn: Connection, params: dict[str, Any]) -> Any:
+        """The person, or the mission's coordinator, invites an agent; the agent is told."""
+        registry = self.service.current()
+        mission = resolve_mission(registry, text(params, "mission") or "")
+        agent = agent_param(registry, params)
+        caller = caller_of(conn)
+        by = HUMAN if caller.is_person else caller.agent or HUMAN
+        await self.service.commit(
+            [ev.MissionInvited(at=time.time(), agent=agent.id, mission=mission.id, by=by)]
+        )
+        coordinator = self.service.registry.name_of(by) or by
+        who = "the person" if by == HUMAN else f"{coordinator}, its coordinator,"
+        notice = (
+            f"{who} invites you to mission {mission.id} ({mission.goal}). To take part, call "
+            f"the volee tool join_mission with mission {mission.id}; you can then write to its "
+            "members."
+        )
+        message_id = await self.agents.post(agent, VOLEE, notice, MessageKind.NOTICE)
+        self.messages.deliver_later(agent.id, f"[volee] {notice}", message_id)
+        registry = self.service.current()
+        return mission_view(registry.missions[mission.id], registry)
+
+    async def api_join(self, conn: Connection, params: dict[str, Any]) -> Any:
+        if caller_of(conn).is_person:
+            # Seed 002: only agents that joined through volee's MCP server change missions.
+            raise Refused(
+                "an agent joins a mission by itself, with volee's MCP tool join_mission; "
+                "invite it with `volee mission invite MISSION AGENT`"
+            )
         agent = agent_param(self.service.current(), params)
         mission = resolve_mission(self.service.current(), text(params, "mission") or "")
         joined = flag(params, "joined", True)

@@ -175,6 +175,15 @@ def build_server() -> MCPServer:
         return [{k: w.get(k) for k in keep} for w in workers]
 
     @server.tool()
+    async def invite_to_mission(agent: str) -> dict[str, Any]:
+        """Coordinators: invite an agent (id or name) to your mission; it may then join it."""
+        me = await ask("agents.get", agent=agent_id())
+        if not me.get("mission"):
+            raise ToolError("you are not part of a mission: only its coordinator invites")
+        view = await ask("missions.invite", mission=me["mission"], agent=agent)
+        return {"mission": view["id"], "invited": view.get("invited", [])}
+
+    @server.tool()
     async def join_mission(mission: str) -> dict[str, Any]:
         """Take part in a mission (its id): you can then write to its members."""
         view = await ask("missions.join", agent=agent_id(), mission=mission)
