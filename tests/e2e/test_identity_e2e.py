@@ -212,12 +212,11 @@ def test_an_agent_cannot_act_as_the_person_and_the_person_still_can(volee: Volee
             "messages.post", {"sender": "human", "to": [coord], "body": "from the person"}
         )
         assert posted["message"].startswith("msg_")
-        try:
+        with pytest.raises(IpcError) as caught:
             client.request("missions.answer", {"mission": mission_id, "option": "approve"})
-        except IpcError as exc:
-            # Refused for the mission's state (no report waits), not for who asks.
-            assert str(exc.code) == "refused"
-            assert "no report waiting" in exc.message
+    # Refused for the mission's state (no report waits), not for who asks.
+    assert str(caught.value.code) == "refused"
+    assert "no report waiting" in caught.value.message
     # The person invites the intruder; joining is the agent's own act.
     volee.cli("mission", "invite", mission_id, "intruder")
     joined = volee.cli("mission", "show", mission_id, "--json")
