@@ -138,7 +138,7 @@ def test_opening_the_agent_from_the_list_withdraws_its_notification(
     a = asking(world)
     qtbot.waitUntil(lambda: len(sink.notices) == 1, timeout=3000)
     assert [n.agent for n in controller.notifications.on_screen()] == [a]
-    controller.run_action("open", a)
+    controller.actions.run("open", a)
     assert controller.notifications.on_screen() == []
 
 

@@ -113,11 +113,11 @@ def test_opening_an_agent_that_needs_you_puts_the_cursor_in_the_reply_box(
 ) -> None:
     a = world.agent("asker", AgentState.NEEDS_INPUT, "permission for Bash")
     b = world.agent("worker", AgentState.WORKING)
-    controller.open_agent(a)  # what the notification's Open does (no terminal: output view)
+    controller.actions.open_agent(a)  # what the notification's Open does (no terminal: output view)
     window = controller.windows[a]
     qtbot.waitExposed(window)
     assert window.focusWidget() is window.reply
-    controller.open_agent(b)
+    controller.actions.open_agent(b)
     other = controller.windows[b]
     qtbot.waitExposed(other)
     assert other.focusWidget() is not other.reply

@@ -6,8 +6,9 @@ real, ``tests/ui/fakes.py: FakeDaemonLink`` in tests).
 
 Qt-free: ``link``, ``live`` (the local registry and what each event changed),
 ``summary`` (tray counts and tooltip), ``notify_policy`` (when to notify),
-``texts``, ``terminal``, ``lock``, ``tasks``, ``embed`` (the real daemon in the loop).
-Qt: ``controller`` (composition), ``tray``, ``icons``, ``agent_model``,
+``texts``, ``terminal``, ``tasks``, ``embed`` (the real daemon in the loop).
+Qt: ``controller`` (composition), ``actions`` (what a person does to an agent), ``tray``,
+``icons``, ``agent_model``,
 ``delegate``, ``panel``, ``agent_window``, ``timeline``, ``approval``,
 ``settings``, ``notifier``.
 """

@@ -1,8 +1,34 @@
-"""The actions a person takes on an agent from the panel (its buttons, menu and keys)."""
+"""The actions a person takes on an agent: the panel's buttons, menu and keys, the tray menu.
+
+``Action`` names them (the panel emits the names); ``AgentActions`` carries them out:
+the agent's window (output, reply box), a terminal attached to its host, its
+timeline, the daemon calls (stop, resume, forget, send) and the answers to its
+request.  The controller builds it with what it needs and keeps the composition.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from enum import StrEnum
+from typing import Any
+
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QWidget
+
+from volee_desktop.core.model import Location
+from volee_desktop.core.registry import Registry
+from volee_desktop.core.states import AgentState
+
+from .agent_window import AgentWindow
+from .attention import answer_call, choice_label, is_answer
+from .errors import LinkError
+from .link import DaemonLink
+from .looking import Looking
+from .tasks import Tasks
+from .timeline import TimelineDialog
+
+log = logging.getLogger(__name__)
 
 
 class Action(StrEnum):
@@ -22,3 +48,274 @@ class Action(StrEnum):
 OPENS_A_WINDOW = frozenset(
     {Action.OPEN, Action.OUTPUT, Action.TERMINAL, Action.REPLY, Action.TIMELINE}
 )
+
+
+class AgentActions:
+    """Carries out the actions on an agent; owns the agents' windows (``windows``)."""
+
+    def __init__(
+        self,
+        *,
+        registry: Callable[[], Registry],
+        link: Callable[[], DaemonLink],
+        call: Callable[[str, dict[str, Any]], None],
+        tasks: Tasks,
+        looking: Looking,
+        icon: Callable[[], QIcon],
+        terminal: Callable[[str], list[str] | None],
+        screen_lines: int,
+        confirm: Callable[[str, str], bool],
+        show_error: Callable[[str, str], None],
+        keep: Callable[[QWidget], None],
+        withdraw: Callable[[str], None],
+        opened: Callable[[str, str], None],
+        called: Callable[[str], None],
+        before_window: Callable[[], None],
+    ) -> None:
+        self.registry = registry
+        self.link = link
+        self.call = call
+        self.tasks = tasks
+        self.looking = looking
+        self.icon = icon
+        self.terminal = terminal
+        self.screen_lines = screen_lines
+        self.confirm = confirm
+        self.show_error = show_error
+        self.keep = keep
+        self.withdraw = withdraw
+        self.opened = opened
+        self.called = called
+        self.before_window = before_window
+        self.windows: dict[str, AgentWindow] = {}
+
+    def run(self, name: str, agent_id: str) -> None:
+        """Carry out one of the panel's (or the tray menu's) actions on an agent."""
+        if is_answer(name):
+            # The list and the menu show the agent's current request: answer that one.
+            self.answer_agent(agent_id, name)
+            return
+        handlers: dict[Action, Callable[[str], None]] = {
+            Action.OPEN: self.open_agent,
+            Action.OUTPUT: self.show_output,
+            Action.TERMINAL: self.open_terminal,
+            Action.REPLY: self.reply_to,
+            Action.STOP: lambda a: self.call("agents.stop", {"agent": a}),
+            Action.RESUME: lambda a: self.call("agents.resume", {"agent": a}),
+            Action.FORGET: self.forget,
+            Action.TIMELINE: self.show_timeline,
+        }
+        try:
+            action = Action(name)
+        except ValueError:
+            log.warning("unknown action %r", name)
+            return
+        handler = handlers[action]
+        if action in OPENS_A_WINDOW:
+            self.before_window()  # the tray's popup must not cover the window it opens
+        handler(agent_id)
+
+    def open_agent(self, agent_id: str) -> None:
+        """Attach in a terminal when the agent runs in a volee host, else show its output."""
+        agent = self.registry().agents.get(agent_id)
+        self.withdraw(agent_id)  # the person is looking at it now
+        if agent is not None and agent.state is AgentState.DONE:
+            self.call("agents.seen", {"agent": agent_id})
+        if agent is not None and agent.live and agent.location is Location.HOST:
+            argv = self._terminal(agent_id)
+            if argv is not None:
+                log.info("opened agent %s in a terminal: %s", agent_id, " ".join(argv))
+                self.opened(agent_id, Action.TERMINAL)
+                return
+        self.show_output(agent_id)
+
+    def open_terminal(self, agent_id: str) -> None:
+        argv = self._terminal(agent_id)
+        if argv is None:
+            self.show_error(
+                "No terminal emulator found",
+                "volee looked for $TERMINAL, x-terminal-emulator, gnome-terminal, konsole and "
+                "xterm. Set TERMINAL to your terminal's command; meanwhile here is the output.",
+            )
+            self.show_output(agent_id)
+            return
+        log.info("opened agent %s in a terminal: %s", agent_id, " ".join(argv))
+        self.opened(agent_id, Action.TERMINAL)
+
+    def _terminal(self, agent_id: str) -> list[str] | None:
+        try:
+            return self.terminal(agent_id)
+        except OSError as exc:
+            log.warning("could not start a terminal: %s", exc)
+            return None
+
+    def _window(self, agent_id: str) -> AgentWindow | None:
+        window = self.windows.get(agent_id)
+        if window is None:
+            agent = self.registry().agents.get(agent_id)
+            if agent is None:
+                return None
+            window = AgentWindow(agent)
+            window.setWindowIcon(self.icon())
+            window.send.connect(self.send)
+            window.refresh.connect(self.refresh_output)
+            window.closed.connect(self._window_closed)
+            self.looking.watch(window)
+            window.refresh_timer.timeout.connect(lambda a=agent_id: self.refresh_output(a))
+            self.windows[agent_id] = window
+        return window
+
+    def _window_closed(self, agent_id: str) -> None:
+        window = self.windows.pop(agent_id, None)
+        if window is not None:
+            window.deleteLater()
+
+    def show_output(self, agent_id: str) -> None:
+        window = self._window(agent_id)
+        if window is None:
+            return
+        self.withdraw(agent_id)
+        window.show()
+        window.raise_()
+        window.activateWindow()
+        agent = self.registry().agents.get(agent_id)
+        if agent is not None and agent.state is AgentState.NEEDS_INPUT:
+            # It waits for an answer (the notification's Open lands here): typing answers.
+            window.focus_reply()
+        self.refresh_output(agent_id)
+        log.info("opened agent %s: output view", agent_id)
+        self.opened(agent_id, Action.OUTPUT)
+
+    def reply_to(self, agent_id: str) -> None:
+        window = self._window(agent_id)
+        if window is None:
+            return
+        self.withdraw(agent_id)
+        window.show()
+        window.raise_()
+        window.activateWindow()
+        window.focus_reply()
+        self.refresh_output(agent_id)
+        log.info("opened agent %s: reply box", agent_id)
+        self.opened(agent_id, Action.REPLY)
+
+    def refresh_output(self, agent_id: str) -> None:
+        async def fetch() -> None:
+            window = self.windows.get(agent_id)
+            try:
+                result = await self.link().call(
+                    "agents.screen", {"agent": agent_id, "lines": self.screen_lines}
+                )
+            except LinkError as exc:
+                if window is not None:
+                    window.show_status(f"No recent output: {exc}")
+                return
+            finally:
+                self.called("agents.screen")
+            window = self.windows.get(agent_id)
+            if window is not None:
+                text = result.get("text", "") if isinstance(result, dict) else str(result)
+                window.set_screen(text)
+
+        self.tasks.spawn(fetch(), f"show the output of {agent_id}")
+
+    def send(self, agent_id: str, text: str) -> None:
+        async def deliver() -> None:
+            window = self.windows.get(agent_id)
+            try:
+                result = await self.link().call("agents.send", {"agent": agent_id, "text": text})
+            except LinkError as exc:
+                if window is not None:
+                    window.show_status(f"Not sent: {exc}")
+                else:
+                    self.show_error("The message was not sent", str(exc))
+                return
+            finally:
+                self.called("agents.send")
+            if window is not None:
+                window.sent()
+                if isinstance(result, dict) and result.get("resumed"):
+                    window.show_status("Sent; the agent was resumed with it.")
+
+        self.tasks.spawn(deliver(), f"send to {agent_id}")
+
+    def forget(self, agent_id: str) -> None:
+        agent = self.registry().agents.get(agent_id)
+        name = agent.name if agent is not None else agent_id
+        if not self.confirm(
+            f"Forget {name}?",
+            f"volee stops tracking {name}; its sessions are ignored from then on. "
+            "Its files and branch stay as they are.",
+        ):
+            return
+        self.call("agents.forget", {"agent": agent_id})
+
+    def show_timeline(self, agent_id: str) -> None:
+        async def fetch() -> None:
+            try:
+                entries = await self.link().call("agents.timeline", {"agent": agent_id})
+            finally:
+                self.called("agents.timeline")
+            name = self.registry().name_of(agent_id) or agent_id
+            dialog = TimelineDialog(name, list(entries or []))
+            dialog.setWindowIcon(self.icon())
+            self.keep(dialog)
+            dialog.show()
+            log.info("timeline of %s shown (%d events)", agent_id, len(entries or []))
+
+        self.tasks.spawn(fetch(), f"show the timeline of {agent_id}")
+
+    # --- answering an agent ------
+
+    def answer_agent(
+        self,
+        agent_id: str,
+        choice: str,
+        text: str | None = None,
+        request_id: str | None = None,
+    ) -> bool:
+        """Answer the agent's open request (allow, deny, option:N, reply with ``text``).
+
+        Refused here, with the reason and nothing sent, when the agent is gone, asks
+        nothing, was answered already, or asks something other than ``request_id``; the
+        daemon checks again against the screen (docs/answers.md).
+        """
+        agent = self.registry().agents.get(agent_id)
+        name = agent.name if agent is not None else agent_id
+        request = agent.request if agent is not None else None
+        problem = None
+        if agent is None:
+            problem = "volee no longer knows this agent."
+        elif request is None or agent.state is not AgentState.NEEDS_INPUT:
+            problem = f"{name} asks nothing now (it was answered, or it moved on)."
+        elif request.answered:
+            problem = f"{name}'s request was answered already ({request.answered})."
+        elif request_id is not None and request.id != request_id:
+            problem = f"{name} now asks something else: {request.summary}"
+        if problem is not None or request is None:
+            self.show_error("Not answered", problem or "nothing to answer")
+            return False
+        try:
+            method, params = answer_call(agent_id, request.id, choice, text)
+        except ValueError as exc:
+            self.show_error("Not answered", str(exc))
+            return False
+        self.withdraw(agent_id)
+
+        async def send() -> None:
+            window = self.windows.get(agent_id)
+            try:
+                await self.link().call(method, params)
+            except LinkError as exc:
+                self.show_error(f"{name} was not answered", str(exc))
+                if window is not None:
+                    window.show_status(f"Not answered: {exc}")
+                return
+            finally:
+                self.called(method)
+            log.info("answered %s (%s): %s", agent_id, request.id, choice)
+            if window is not None:
+                window.show_status(f"Answered: {choice_label(choice, request.options)}.")
+
+        self.tasks.spawn(send(), f"answer {name}")
+        return True

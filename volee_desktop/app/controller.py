@@ -1,8 +1,10 @@
 """The tray app's composition: live registry, list model, tray, panel, notifications, actions.
 
 ``AppController`` wires the widgets to a ``DaemonLink``; every person's action
-(open, reply, stop, resume, forget, timeline, review, settings) becomes one
-daemon call here, so the widgets stay free of rules and of IPC.
+becomes one daemon call, so the widgets stay free of rules and of IPC: the actions
+on an agent (open, reply, stop, resume, forget, timeline, answer) in
+``actions.AgentActions``, the missions' review, the settings and the notifications
+here.
 """
 
 from __future__ import annotations
@@ -17,22 +19,17 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QMessageBox, QSystemTrayIcon, QWidget
 
-from volee_desktop.core.model import Location
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import AgentState
 
-from .actions import OPENS_A_WINDOW, Action
+from .actions import AgentActions
 from .agent_model import AgentListModel
-from .agent_window import AgentWindow
 from .approval import ApprovalDialog
 from .attention import (
     MENU_AGENTS,
     AgentLine,
     agent_line,
-    answer_call,
     awaiting_missions,
-    choice_label,
-    is_answer,
 )
 from .errors import LinkError
 from .icons import IconCache, Svgs
@@ -44,7 +41,6 @@ from .notify_policy import Kind, Notice, NotifySettings
 from .panel import AgentPanel
 from .summary import summarize
 from .tasks import Tasks
-from .timeline import TimelineDialog
 from .tray import Tray
 
 log = logging.getLogger(__name__)
@@ -110,7 +106,24 @@ class AppController(QObject):
         self.looking = Looking(self)
         self.looking.watch(self.panel)
         self.looking.changed.connect(self._looking_changed)
-        self.windows: dict[str, AgentWindow] = {}
+        self.actions = AgentActions(
+            registry=lambda: self.live.registry,
+            link=self._link,
+            call=self._call,
+            tasks=self.tasks,
+            looking=self.looking,
+            icon=self.icons.app_icon,
+            terminal=self._open_terminal,
+            screen_lines=options.screen_lines,
+            confirm=self.confirm,
+            show_error=self.show_error,
+            keep=self._keep,
+            withdraw=lambda agent_id: self.notifications.withdraw(agent_id),
+            opened=self.opened.emit,
+            called=self.called.emit,
+            before_window=self._before_window,
+        )
+        self.windows = self.actions.windows
         self.approvals: dict[str, ApprovalDialog] = {}
         self.dialogs: list[QWidget] = []
         sinks = options.sinks
@@ -133,10 +146,10 @@ class AppController(QObject):
         self.live.observe_connection(self._connection_changed)
         self.live.on_gap = self._resync
 
-        self.panel.action.connect(self.run_action)
+        self.panel.action.connect(self.actions.run)
         self.panel.review.connect(self.review_from_list)
         self.tray.review_requested.connect(self.review)
-        self.tray.agent_action.connect(self.run_action)
+        self.tray.agent_action.connect(self.actions.run)
         self.tray.open_list.connect(self.toggle_list)
         self.tray.quit_requested.connect(self.quit_requested.emit)
         self.tray.settings_requested.connect(self.open_settings)
@@ -267,183 +280,12 @@ class AppController(QObject):
         if agent_id is not None:
             self.panel.select(agent_id)
 
-    # --- actions ------
+    def _before_window(self) -> None:
+        if self.has_tray:
+            self.panel.hide()
 
-    def run_action(self, name: str, agent_id: str) -> None:
-        """Carry out one of the panel's actions on an agent."""
-        if is_answer(name):
-            # The list and the menu show the agent's current request: answer that one.
-            self.answer_agent(agent_id, name)
-            return
-        handlers: dict[Action, Callable[[str], None]] = {
-            Action.OPEN: self.open_agent,
-            Action.OUTPUT: self.show_output,
-            Action.TERMINAL: self.open_terminal,
-            Action.REPLY: self.reply_to,
-            Action.STOP: lambda a: self._call("agents.stop", {"agent": a}),
-            Action.RESUME: lambda a: self._call("agents.resume", {"agent": a}),
-            Action.FORGET: self.forget,
-            Action.TIMELINE: self.show_timeline,
-        }
-        try:
-            action = Action(name)
-        except ValueError:
-            log.warning("unknown action %r", name)
-            return
-        handler = handlers[action]
-        if self.has_tray and action in OPENS_A_WINDOW:
-            self.panel.hide()  # a popup must not cover the window it opens
-        handler(agent_id)
-
-    def open_agent(self, agent_id: str) -> None:
-        """Attach in a terminal when the agent runs in a volee host, else show its output."""
-        agent = self.live.registry.agents.get(agent_id)
-        self.notifications.withdraw(agent_id)  # the person is looking at it now
-        if agent is not None and agent.state is AgentState.DONE:
-            self._call("agents.seen", {"agent": agent_id})
-        if agent is not None and agent.live and agent.location is Location.HOST:
-            argv = self._terminal(agent_id)
-            if argv is not None:
-                log.info("opened agent %s in a terminal: %s", agent_id, " ".join(argv))
-                self.opened.emit(agent_id, Action.TERMINAL)
-                return
-        self.show_output(agent_id)
-
-    def open_terminal(self, agent_id: str) -> None:
-        argv = self._terminal(agent_id)
-        if argv is None:
-            self.show_error(
-                "No terminal emulator found",
-                "volee looked for $TERMINAL, x-terminal-emulator, gnome-terminal, konsole and "
-                "xterm. Set TERMINAL to your terminal's command; meanwhile here is the output.",
-            )
-            self.show_output(agent_id)
-            return
-        log.info("opened agent %s in a terminal: %s", agent_id, " ".join(argv))
-        self.opened.emit(agent_id, Action.TERMINAL)
-
-    def _terminal(self, agent_id: str) -> list[str] | None:
-        try:
-            return self.options.terminal(agent_id)
-        except OSError as exc:
-            log.warning("could not start a terminal: %s", exc)
-            return None
-
-    def _window(self, agent_id: str) -> AgentWindow | None:
-        window = self.windows.get(agent_id)
-        if window is None:
-            agent = self.live.registry.agents.get(agent_id)
-            if agent is None:
-                return None
-            window = AgentWindow(agent)
-            window.setWindowIcon(self.icons.app_icon())
-            window.send.connect(self.send)
-            window.refresh.connect(self.refresh_output)
-            window.closed.connect(self._window_closed)
-            self.looking.watch(window)
-            window.refresh_timer.timeout.connect(lambda a=agent_id: self.refresh_output(a))
-            self.windows[agent_id] = window
-        return window
-
-    def _window_closed(self, agent_id: str) -> None:
-        window = self.windows.pop(agent_id, None)
-        if window is not None:
-            window.deleteLater()
-
-    def show_output(self, agent_id: str) -> None:
-        window = self._window(agent_id)
-        if window is None:
-            return
-        self.notifications.withdraw(agent_id)
-        window.show()
-        window.raise_()
-        window.activateWindow()
-        agent = self.live.registry.agents.get(agent_id)
-        if agent is not None and agent.state is AgentState.NEEDS_INPUT:
-            # It waits for an answer (the notification's Open lands here): typing answers.
-            window.focus_reply()
-        self.refresh_output(agent_id)
-        log.info("opened agent %s: output view", agent_id)
-        self.opened.emit(agent_id, Action.OUTPUT)
-
-    def reply_to(self, agent_id: str) -> None:
-        window = self._window(agent_id)
-        if window is None:
-            return
-        self.notifications.withdraw(agent_id)
-        window.show()
-        window.raise_()
-        window.activateWindow()
-        window.focus_reply()
-        self.refresh_output(agent_id)
-        log.info("opened agent %s: reply box", agent_id)
-        self.opened.emit(agent_id, Action.REPLY)
-
-    def refresh_output(self, agent_id: str) -> None:
-        async def fetch() -> None:
-            window = self.windows.get(agent_id)
-            try:
-                result = await self._link().call(
-                    "agents.screen", {"agent": agent_id, "lines": self.options.screen_lines}
-                )
-            except LinkError as exc:
-                if window is not None:
-                    window.show_status(f"No recent output: {exc}")
-                return
-            finally:
-                self.called.emit("agents.screen")
-            window = self.windows.get(agent_id)
-            if window is not None:
-                text = result.get("text", "") if isinstance(result, dict) else str(result)
-                window.set_screen(text)
-
-        self.tasks.spawn(fetch(), f"show the output of {agent_id}")
-
-    def send(self, agent_id: str, text: str) -> None:
-        async def deliver() -> None:
-            window = self.windows.get(agent_id)
-            try:
-                result = await self._link().call("agents.send", {"agent": agent_id, "text": text})
-            except LinkError as exc:
-                if window is not None:
-                    window.show_status(f"Not sent: {exc}")
-                else:
-                    self.show_error("The message was not sent", str(exc))
-                return
-            finally:
-                self.called.emit("agents.send")
-            if window is not None:
-                window.sent()
-                if isinstance(result, dict) and result.get("resumed"):
-                    window.show_status("Sent; the agent was resumed with it.")
-
-        self.tasks.spawn(deliver(), f"send to {agent_id}")
-
-    def forget(self, agent_id: str) -> None:
-        agent = self.live.registry.agents.get(agent_id)
-        name = agent.name if agent is not None else agent_id
-        if not self.confirm(
-            f"Forget {name}?",
-            f"volee stops tracking {name}; its sessions are ignored from then on. "
-            "Its files and branch stay as they are.",
-        ):
-            return
-        self._call("agents.forget", {"agent": agent_id})
-
-    def show_timeline(self, agent_id: str) -> None:
-        async def fetch() -> None:
-            try:
-                entries = await self._link().call("agents.timeline", {"agent": agent_id})
-            finally:
-                self.called.emit("agents.timeline")
-            name = self.live.registry.name_of(agent_id) or agent_id
-            dialog = TimelineDialog(name, list(entries or []))
-            dialog.setWindowIcon(self.icons.app_icon())
-            self._keep(dialog)
-            dialog.show()
-            log.info("timeline of %s shown (%d events)", agent_id, len(entries or []))
-
-        self.tasks.spawn(fetch(), f"show the timeline of {agent_id}")
+    def _open_terminal(self, agent_id: str) -> list[str] | None:
+        return self.options.terminal(agent_id)
 
     def _call(self, method: str, params: dict[str, Any]) -> None:
         async def call() -> None:
@@ -521,71 +363,16 @@ class AppController(QObject):
         log.info("notification action %s on %s", what, notice.subject or "list")
         if choice != "open" and notice.agent is not None:
             if choice == "reply" and not text:
-                self.reply_to(notice.agent)
+                self.actions.reply_to(notice.agent)
                 return
             # The answer names the request the notification showed: never another one.
-            self.answer_agent(notice.agent, choice, text, request_id=notice.request)
+            self.actions.answer_agent(notice.agent, choice, text, request_id=notice.request)
         elif notice.kind is Kind.MISSION and notice.mission is not None:
             self.review(notice.mission)
         elif notice.kind is None or notice.agent is None:
             self.show_list()
         else:
-            self.open_agent(notice.agent)
-
-    # --- answering an agent ------
-
-    def answer_agent(
-        self,
-        agent_id: str,
-        choice: str,
-        text: str | None = None,
-        request_id: str | None = None,
-    ) -> bool:
-        """Answer the agent's open request (allow, deny, option:N, reply with ``text``).
-
-        Refused here, with the reason and nothing sent, when the agent is gone, asks
-        nothing, was answered already, or asks something other than ``request_id``; the
-        daemon checks again against the screen (docs/answers.md).
-        """
-        agent = self.live.registry.agents.get(agent_id)
-        name = agent.name if agent is not None else agent_id
-        request = agent.request if agent is not None else None
-        problem = None
-        if agent is None:
-            problem = "volee no longer knows this agent."
-        elif request is None or agent.state is not AgentState.NEEDS_INPUT:
-            problem = f"{name} asks nothing now (it was answered, or it moved on)."
-        elif request.answered:
-            problem = f"{name}'s request was answered already ({request.answered})."
-        elif request_id is not None and request.id != request_id:
-            problem = f"{name} now asks something else: {request.summary}"
-        if problem is not None or request is None:
-            self.show_error("Not answered", problem or "nothing to answer")
-            return False
-        try:
-            method, params = answer_call(agent_id, request.id, choice, text)
-        except ValueError as exc:
-            self.show_error("Not answered", str(exc))
-            return False
-        self.notifications.withdraw(agent_id)
-
-        async def send() -> None:
-            window = self.windows.get(agent_id)
-            try:
-                await self._link().call(method, params)
-            except LinkError as exc:
-                self.show_error(f"{name} was not answered", str(exc))
-                if window is not None:
-                    window.show_status(f"Not answered: {exc}")
-                return
-            finally:
-                self.called.emit(method)
-            log.info("answered %s (%s): %s", agent_id, request.id, choice)
-            if window is not None:
-                window.show_status(f"Answered: {choice_label(choice, request.options)}.")
-
-        self.tasks.spawn(send(), f"answer {name}")
-        return True
+            self.actions.open_agent(notice.agent)
 
     def pause_notifications(self, paused: bool) -> None:
         self.notifications.set_settings(replace(self.notifications.settings, paused=paused))
