@@ -242,6 +242,7 @@ RULES: dict[str, Rule] = {
     "agents.get": _anyone,
     "agents.timeline": _anyone,
     "agents.screen": _anyone,
+    "agents.changes": _anyone,
     "daemon.status": _anyone,
     "discovery.refresh": _anyone,
     "missions.list": _anyone,
