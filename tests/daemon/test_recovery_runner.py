@@ -200,6 +200,44 @@ async def test_m38_a_message_replaces_the_waiting_restart_without_the_budget(
     assert len(host_starts(daemon, a.id)) == 2
 
 
+async def test_m38_resume_during_a_waiting_restart_carries_the_run_on_with_continue(
+    daemon: Daemon, project: Path, clock: FakeClock
+) -> None:
+    a = await crashed(daemon, project)
+
+    await daemon.agents.api_resume(None, {"agent": a.id})  # type: ignore[arg-type]
+
+    starts = host_starts(daemon, a.id)
+    assert [(s.how, s.automatic) for s in starts] == [("launch", False), ("resume", False)]
+    argv = next(r for r in records() if r["agent"] == a.id)["argv"]
+    assert argv[argv.index("--resume") + 1] == a.session
+    # "Continue where you left off." goes in, as volee's notice: not a run resting at its prompt.
+    assert argv[-1].startswith("[volee] Your last turn was cut off (killed by SIGKILL)")
+    assert argv[-1].endswith("Continue where you left off.")
+    after = agent(daemon, a.id)
+    assert after.restart is None
+    assert after.restarts_in_row == 1  # neither counted as automatic nor given back
+    assert clock.advance(60) == 0
+    assert len(host_starts(daemon, a.id)) == 2
+
+
+async def test_m38_attach_during_a_waiting_restart_carries_the_run_on(
+    daemon: Daemon, project: Path, clock: FakeClock
+) -> None:
+    a = await crashed(daemon, project)
+
+    info = await daemon.agents.api_attach_info(None, {"agent": a.id})  # type: ignore[arg-type]
+
+    assert info["agent"] == a.id
+    starts = host_starts(daemon, a.id)
+    assert [(s.how, s.automatic) for s in starts] == [("launch", False), ("resume", False)]
+    record = next(r for r in records() if r["agent"] == a.id)
+    assert info["socket"] == record["socket"]
+    assert record["argv"][-1].endswith("Continue where you left off.")
+    assert agent(daemon, a.id).restarts_in_row == 1
+    assert clock.advance(60) == 0
+
+
 async def test_m38_a_start_that_fails_leaves_the_waiting_restart(
     daemon: Daemon, project: Path, clock: FakeClock
 ) -> None:

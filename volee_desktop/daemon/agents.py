@@ -27,7 +27,7 @@ from ..core.model import (
     ThreadKind,
 )
 from ..core.names import unique_name
-from ..core.recovery import resume_prompt
+from ..core.recovery import continue_prompt, resume_prompt
 from ..core.states import AgentState
 from ..harness.base import Answer, Profile
 from ..harness.base import Error as HarnessError
@@ -305,6 +305,9 @@ class AgentsRunner(AgentHosts):
                 # Resuming by hand is the person's word: it lifts the hold like a message.
                 message_id = await self.post(agent, HUMAN, "(resumed by you)", MessageKind.NOTICE)
                 agent = self.service.current().agents[agent.id]
+        if not text and agent.restart is not None:
+            await self.carry_on(agent)
+            return agent_view(self.service.registry.agents[agent.id])
         prompt = text
         if (
             not text
@@ -398,9 +401,37 @@ class AgentsRunner(AgentHosts):
         text = await asyncio.to_thread(client.screen, lines)
         return {"text": text}
 
+    async def carry_on(self, agent: Agent) -> None:
+        """A run that waits for its automatic restart goes on now, as that restart would have:
+        its session resumed with "Continue where you left off." as volee's notice, or launched
+        again when it never started a session (M38: attach and resume carry the run on; neither
+        counts as automatic nor gives the budget back)."""
+        pending = agent.restart
+        prompt = None
+        if (
+            pending is not None
+            and agent.session
+            and agent.state is not AgentState.LAUNCHING
+            and await self.can_continue(agent)
+        ):
+            prompt = continue_prompt(pending.reason)
+            await self.post(agent, VOLEE, prompt, MessageKind.NOTICE)
+            agent = self.service.current().agents[agent.id]
+        try:
+            await self.resume(agent, prompt=prompt, automatic=False, reason="carried on by you")
+        except (HostsError, HarnessError, OSError) as exc:
+            raise Refused(f"agent {agent.name} could not be started again: {exc}") from exc
+
     async def api_attach_info(self, _conn: Connection, params: dict[str, Any]) -> Any:
         agent = self._agent(params)
         record = await asyncio.to_thread(read_quietly, self.record_of(agent.id))
+        ended = record is None or record.exit is not None or not host_alive(record)
+        if ended and agent.restart is not None:
+            # Its restart waits (its host may linger): attaching is the person's word that it
+            # goes on now.
+            await self.carry_on(agent)
+            agent = self.service.current().agents[agent.id]
+            record = await asyncio.to_thread(read_quietly, self.record_of(agent.id))
         if record is None or not host_alive(record):
             hint = (
                 f"`volee resume {agent.name}` starts it again"
