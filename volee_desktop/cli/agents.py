@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.durations import duration
+from ..core.model import DEFAULT_HARNESS, Harness
 from ..harness.env import allowed_env
 from ..ipc.protocol import IpcError
 from ..paths import dirs
@@ -30,7 +31,7 @@ def add_commands(sub: Commands) -> None:
     p.set_defaults(func=cmd_timeline)
 
     p = sub.add_parser("spawn", help="start an agent; prints its id")
-    p.add_argument("--harness", choices=["claude", "codex", "pi", "generic"], default="claude")
+    p.add_argument("--harness", choices=[str(h) for h in Harness], default=str(DEFAULT_HARNESS))
     p.add_argument("--name")
     p.add_argument("--cwd")
     p.add_argument("--worktree", action="store_true", help="a new branch in a new worktree")

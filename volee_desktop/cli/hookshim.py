@@ -141,7 +141,8 @@ def _main(argv: list[str]) -> int:
         "event": event,
         "payload": data.decode("utf-8", errors="replace"),
         "agent": env.get("VOLEE_AGENT") or None,
-        "harness": env.get("VOLEE_HARNESS") or "claude",
+        # None: the daemon decides (core.model.DEFAULT_HARNESS); the shim imports no volee.
+        "harness": env.get("VOLEE_HARNESS") or None,
         # A key unique to this payload: the daemon commits it with the events, so a
         # payload that is both answered and spooled is still ingested exactly once.
         "key": f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}",

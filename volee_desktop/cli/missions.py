@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.durations import duration
+from ..core.model import DEFAULT_HARNESS, Harness
 from ..harness.env import allowed_env
 from ..paths import dirs
 from .common import CliError, Commands, call, connect, emit_json
@@ -25,7 +26,7 @@ def add_commands(sub: Commands) -> None:
     p.add_argument("--kind", choices=["change", "analysis"], default="change")
     p.add_argument("--repo", action="append", required=True, metavar="PATH", dest="repos")
     p.add_argument("--workers", type=int, metavar="N", help="how many workers to spawn")
-    p.add_argument("--harness", choices=["claude", "codex", "pi", "generic"], default="claude")
+    p.add_argument("--harness", choices=[str(h) for h in Harness], default=str(DEFAULT_HARNESS))
     p.add_argument("--name", help="the coordinator's name (default: from the goal)")
     p.add_argument("--model")
     p.add_argument("--permission-mode", dest="permission_mode")

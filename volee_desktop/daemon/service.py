@@ -16,31 +16,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from ..core.events import Event
 from ..core.registry import Registry
 from ..store.codec import decode_event, encode_event
 from ..store.errors import WriteFailed
-from ..store.records import Record, StoredRecord
+from ..store.records import Log, Record, StoredRecord
 from .errors import Broken, NotWritten, Refused
 
 log = logging.getLogger(__name__)
 
 Listener = Callable[[int, Event], None]
-
-
-class LogLike(Protocol):
-    """What the service needs of the event log (``store.log.EventLog`` or ``MemoryLog``)."""
-
-    def append(self, records: Sequence[Record], key: str | None = None) -> Awaitable[list[int]]: ...
-
-    def read(self, after: int = 0) -> Iterator[StoredRecord]: ...
-
-    def last_seq(self) -> int: ...
-
-    def has_key(self, key: str) -> bool: ...
 
 
 RecordFactory = Callable[[str, int, bytes], Record]
@@ -49,7 +36,7 @@ RecordFactory = Callable[[str, int, bytes], Record]
 class Service:
     """The single writer: owns the registry and the order of events."""
 
-    def __init__(self, log: LogLike, registry: Registry, record: RecordFactory) -> None:
+    def __init__(self, log: Log, registry: Registry, record: RecordFactory) -> None:
         self._log = log
         self.registry = registry
         self._work: Registry | None = None
@@ -97,9 +84,7 @@ class Service:
                 raise NotWritten(self.failing)
             # Everything decided on the failed writes has failed too: start afresh.
             self.failing = None
-            resume = getattr(self._log, "resume", None)
-            if resume is not None:
-                resume()
+            self._log.resume()
         if key is not None and key in self._keys:
             # The same key is on its way to the log: answer once it is durable, not before.
             for pending, _events, pending_key in list(self._pending):
@@ -212,4 +197,4 @@ def replay(registry: Registry, records: Iterable[StoredRecord]) -> Registry:
     return registry
 
 
-__all__ = ["LogLike", "Refused", "Service", "replay"]
+__all__ = ["Refused", "Service", "replay"]
