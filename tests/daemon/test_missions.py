@@ -348,3 +348,51 @@ async def test_agents_changes_shows_what_a_merge_would_bring(root: Path, daemon:
     assert full["truncated"] is False
     with pytest.raises(IpcError, match="no branch"):
         await call(daemon, "agents.changes", agent=coordinator)
+
+
+async def test_the_supervisors_own_events_never_trigger_another_round(
+    root: Path, daemon: Daemon
+) -> None:
+    from volee_desktop.core import events as ev
+
+    repo = make_repo(root, remote=False)
+    mission, _coordinator = await start_mission(daemon, repo)
+    scheduled: list[str] = []
+    runner = daemon.missions
+    runner.schedule = scheduled.append  # type: ignore[method-assign]
+
+    own = ev.MissionUpdated(at=time.time(), mission=mission, reason="the supervisor's own")
+    await runner.commit_own([own])
+    assert scheduled == []
+
+    other = ev.MissionUpdated(at=time.time(), mission=mission, reason="somebody else's")
+    await daemon.service.commit([other])
+    assert scheduled == [mission]
+
+
+async def test_the_sweep_at_start_supervises_every_open_mission_and_a_failed_round_is_only_logged(
+    root: Path, daemon: Daemon, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from volee_desktop.core import events as ev
+    from volee_desktop.daemon import missions as missions_module
+
+    repo = make_repo(root, remote=False)
+    mission, _coordinator = await start_mission(daemon, repo)
+    runner = daemon.missions
+    scheduled: list[str] = []
+    schedule = runner.schedule
+    runner.schedule = scheduled.append  # type: ignore[method-assign]
+    await runner.sweep()
+    assert scheduled == [mission]
+    runner.schedule = schedule  # type: ignore[method-assign]
+
+    def broken(*_args: object) -> None:
+        raise RuntimeError("a rule that broke")
+
+    monkeypatch.setattr(missions_module, "supervise", broken)
+    # The request whose event triggers the round is answered; the round's failure is logged.
+    await daemon.service.commit(
+        [ev.MissionUpdated(at=time.time(), mission=mission, reason="an outside change")]
+    )
+    await until(lambda: "a rule that broke" in caplog.text, "the failed round logged")
+    assert status(daemon, mission) is MissionStatus.RUNNING

@@ -174,6 +174,26 @@ async def test_m38_stop_cancels_a_waiting_restart(
     assert [c.reason for c in events_of(daemon, a.id, ev.RestartCancelled)] == ["stopped by you"]
 
 
+async def test_m38_a_parent_hears_when_the_waiting_restart_of_its_child_is_cancelled(
+    daemon: Daemon, project: Path, clock: FakeClock
+) -> None:
+    parent = await spawn(daemon, project, "plan the work")
+    child = await spawn(daemon, project, KILL_TURN, parent=parent.id)
+    child = await until("a restart scheduled", lambda: _waiting(daemon, child.id))
+
+    await daemon.agents.stop(child, reason="")
+
+    def told() -> list[str]:
+        return [
+            m.body
+            for m in daemon.service.registry.messages.values()
+            if m.sender == VOLEE and parent.id in m.recipients
+        ]
+
+    said = await until("the parent told", told)
+    assert said == [f"[volee] {child.name}: its automatic restart was called off (stopped by you)"]
+
+
 async def test_m38_forget_cancels_a_waiting_restart(
     daemon: Daemon, project: Path, clock: FakeClock
 ) -> None:
