@@ -352,7 +352,7 @@ async def test_restart_adopts_the_live_host_and_never_starts_a_second(rig: Rig) 
         rig.d.agents.context(agent.id, "claude"),  # type: ignore[arg-type]
     )
     with pytest.raises(Exception, match=f"already runs in host {before.host_pid}"):
-        await rig.d.agents.start_host(agent, plan, how="launch", automatic=False)
+        await rig.d.agents.start_host(agent, plan, how=ev.StartKind.LAUNCH, automatic=False)
     with pytest.raises(IpcError, match="is running"):
         await rig.call("agents.resume", agent=agent.id)
     assert rig.record(view["id"]).host_pid == before.host_pid

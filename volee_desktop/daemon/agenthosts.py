@@ -143,7 +143,13 @@ class AgentHosts:
         return env
 
     async def start_host(
-        self, agent: Agent, plan: LaunchPlan, *, how: str, automatic: bool, reason: str = ""
+        self,
+        agent: Agent,
+        plan: LaunchPlan,
+        *,
+        how: ev.StartKind,
+        automatic: bool,
+        reason: str = "",
     ) -> HostRecord:
         """Run ``plan`` for ``agent`` in a new host; record it; watch it."""
         if agent.id in self._starting:
@@ -186,7 +192,7 @@ class AgentHosts:
                     at=at,
                     agent=agent.id,
                     session=plan.session_id,
-                    how=ev.LinkKind.RESUMED if how == "resume" else ev.LinkKind.STARTED,
+                    how=ev.LinkKind.RESUMED if how is ev.StartKind.RESUME else ev.LinkKind.STARTED,
                 )
             )
         events.append(
@@ -196,7 +202,7 @@ class AgentHosts:
                 host_pid=host.host_pid,
                 program_pid=host.program_pid,
                 automatic=automatic,
-                how=ev.StartKind(how),
+                how=how,
                 reason=reason,
             )
         )

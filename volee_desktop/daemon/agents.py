@@ -137,7 +137,7 @@ class AgentsRunner(AgentHosts):
         agent = self.service.current().agents[agent_id]
         try:
             plan = profile.launch(agent_id, settings, self.context(agent_id, harness))
-            await self.start_host(agent, plan, how="launch", automatic=False)
+            await self.start_host(agent, plan, how=ev.StartKind.LAUNCH, automatic=False)
         except (HostsError, HarnessError, Refused, OSError) as exc:
             await self.launch_failed(agent, str(exc))
             raise Refused(f"agent {name} ({agent_id}) could not start: {exc}") from exc
@@ -246,7 +246,7 @@ class AgentsRunner(AgentHosts):
         prompt: str | None,
         automatic: bool,
         reason: str,
-        how: str | None = None,
+        how: ev.StartKind | None = None,
     ) -> HostRecord:
         """Start the agent again: its harness's resume command, or a relaunch."""
         if agent.held_for_good:
@@ -268,7 +268,7 @@ class AgentsRunner(AgentHosts):
             session = None
         if profile.can_resume and session:
             plan = profile.resume(agent.id, settings, session, prompt, ctx)
-            kind = how or "resume"
+            kind = how or ev.StartKind.RESUME
         else:
             if prompt and profile.can_resume:
                 settings = LaunchSettings(
@@ -281,7 +281,7 @@ class AgentsRunner(AgentHosts):
                     prompt=prompt,
                 )
             plan = profile.launch(agent.id, settings, ctx)
-            kind = how or "relaunch"
+            kind = how or ev.StartKind.RELAUNCH
         return await self.start_host(agent, plan, how=kind, automatic=automatic, reason=reason)
 
     async def can_continue(self, agent: Agent) -> bool:

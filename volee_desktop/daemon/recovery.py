@@ -255,10 +255,14 @@ class RecoveryRunner:
         why = rules.cause_words(decision.cause)
         try:
             if decision.outcome == rules.RELAUNCH:
-                await self.relaunch(agent, reason=f"launched again: {why}", how="relaunch")
+                await self.relaunch(
+                    agent, reason=f"launched again: {why}", how=ev.StartKind.RELAUNCH
+                )
             else:
                 text = rules.resume_prompt(decision.cause)
-                await self.start_with_notice(agent, text, reason=f"resumed: {why}", how="resume")
+                await self.start_with_notice(
+                    agent, text, reason=f"resumed: {why}", how=ev.StartKind.RESUME
+                )
             return True
         except (HostsError, HarnessError, Refused, OSError) as exc:
             now = self._agent(decision.agent)
@@ -280,7 +284,7 @@ class RecoveryRunner:
     # --- starting -----------------------------------------------------------------------------
 
     async def start_with_notice(
-        self, agent: Agent, text: str | None, *, reason: str, how: str
+        self, agent: Agent, text: str | None, *, reason: str, how: ev.StartKind
     ) -> None:
         """Resume ``agent`` with volee's own notice as its prompt (recorded, never the person's)."""
         message = None
@@ -299,7 +303,7 @@ class RecoveryRunner:
                 [ev.MessageDelivered(at=self.clock.now(), message=message, recipient=agent.id)]
             )
 
-    async def relaunch(self, agent: Agent, *, reason: str, how: str) -> None:
+    async def relaunch(self, agent: Agent, *, reason: str, how: ev.StartKind) -> None:
         """Launch again with the original task, in a new session (the first was never written)."""
         profile = self.agents.profile(agent.harness)
         settings = launch_settings(agent)
@@ -349,10 +353,10 @@ class RecoveryRunner:
         reason = f"automatic restart {pending.attempt} of {pending.budget}"
         try:
             if agent.state is AgentState.LAUNCHING or agent.session is None:
-                await self.relaunch(agent, reason=reason, how="restart")
+                await self.relaunch(agent, reason=reason, how=ev.StartKind.RESTART)
             else:
                 text = rules.continue_prompt(pending.reason)
-                await self.start_with_notice(agent, text, reason=reason, how="restart")
+                await self.start_with_notice(agent, text, reason=reason, how=ev.StartKind.RESTART)
         except (HostsError, HarnessError, Refused, OSError) as exc:
             now = self._agent(agent_id)
             if now is None or now.restart is None:
