@@ -396,3 +396,50 @@ async def test_the_sweep_at_start_supervises_every_open_mission_and_a_failed_rou
     )
     await until(lambda: "a rule that broke" in caplog.text, "the failed round logged")
     assert status(daemon, mission) is MissionStatus.RUNNING
+
+
+async def test_delivery_evidence_a_client_sends_is_judged_like_gits(
+    root: Path, daemon: Daemon
+) -> None:
+    # Seed 002: a daemon without a git source judges the evidence clients send, with the time
+    # it was read. The worker commits nothing: git says not delivered; a forge says otherwise.
+    repo = make_repo(root, remote=False)
+    mission, coordinator = await start_mission(daemon, repo)
+    worker = await spawn(daemon, coordinator, "say hello")
+    await until(
+        lambda: (
+            (a := daemon.service.registry.missions[mission].assessments.get(worker))
+            and a.verdict is Verdict.NOT_DELIVERED
+        ),
+        "git's verdict",
+    )
+    evidence = {
+        "branch": "volee/feature", "base": "main", "commits": 2, "tip": "c" * 40,
+        "pushed": "no-remote", "clean": True, "checked_at": time.time(),
+    }  # fmt: skip
+
+    answer = await call(daemon, "missions.evidence", agent=worker, delivery=evidence)
+
+    assert answer["delivery"]["commits"] == 2
+    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    judged = daemon.service.registry.missions[mission].assessments[worker]
+    assert judged.verdict is Verdict.DELIVERED
+    assert judged.reason.startswith("2 commits")
+
+
+@pytest.mark.parametrize(
+    ("delivery", "says"),
+    [
+        ("lots", "must be an object of delivery evidence"),
+        ({"commits": "two", "checked_at": 1.0}, "is not delivery evidence"),
+        ({"commits": 2}, "checked_at must say when the evidence was read"),
+        ({"commits": 2, "checked_at": float("nan")}, "checked_at must say when"),
+    ],
+)
+async def test_bad_delivery_evidence_is_a_bad_request_naming_what_is_wrong(
+    root: Path, daemon: Daemon, delivery: object, says: str
+) -> None:
+    repo = make_repo(root, remote=False)
+    _mission, coordinator = await start_mission(daemon, repo)
+    with pytest.raises(IpcError, match=says):
+        await call(daemon, "missions.evidence", agent=coordinator, delivery=delivery)

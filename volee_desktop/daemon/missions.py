@@ -50,6 +50,7 @@ from .params import (
     agent_param,
     argv,
     choice,
+    delivery,
     flag,
     harness,
     mission_param,
@@ -142,6 +143,7 @@ class MissionsRunner:
             ("missions.list", self.api_list),
             ("missions.show", self.api_show),
             ("missions.check", self.api_check),
+            ("missions.evidence", self.api_evidence),
             ("missions.spawn_worker", self.api_spawn_worker),
             ("missions.workers", self.api_workers),
             ("missions.join", self.api_join),
@@ -367,6 +369,16 @@ class MissionsRunner:
             delivery = await self.evidence.check(agent.id)
             out.append({"agent": agent.id, "name": agent.name, "delivery": to_builtins(delivery)})
         return out
+
+    async def api_evidence(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        """Delivery evidence a client read (a daemon without git for it, a forge integration,
+        a test): recorded as if git had been read then; the supervisor judges it the same."""
+        agent = agent_param(self.service.current(), params)
+        found = delivery(params)
+        await self.service.commit(
+            [ev.DeliveryUpdated(at=time.time(), agent=agent.id, delivery=found)]
+        )
+        return {"agent": agent.id, "name": agent.name, "delivery": to_builtins(found)}
 
     async def api_spawn_worker(self, conn: Connection, params: dict[str, Any]) -> Any:
         coordinator = agent_param(self.service.current(), params)

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from ..core.model import DEFAULT_HARNESS, Agent, Harness, Mission, Role
+import msgspec
+
+from ..core.model import DEFAULT_HARNESS, Agent, Delivery, Harness, Mission, Role
 from ..core.registry import Registry
 from ..ipc.protocol import ErrorCode, IpcError
 from .errors import Refused
@@ -100,6 +102,21 @@ def moment(params: Params, key: str) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     return None
+
+
+def delivery(params: Params, key: str = "delivery") -> Delivery:
+    """Delivery evidence a client read (a forge integration, a test), with the time it was
+    read (``checked_at``, seconds since the epoch): the supervisor judges it like git's."""
+    raw = params.get(key)
+    if not isinstance(raw, dict):
+        raise bad(f"parameter {key!r} must be an object of delivery evidence, not {raw!r}")
+    try:
+        found = msgspec.convert(raw, Delivery)
+    except msgspec.ValidationError as exc:
+        raise bad(f"parameter {key!r} is not delivery evidence: {exc}") from None
+    if not (math.isfinite(found.checked_at) and found.checked_at > 0):
+        raise bad(f"{key}.checked_at must say when the evidence was read (seconds since 1970)")
+    return found
 
 
 def choice(params: Params, key: str, kind: type[E], default: E) -> E:
