@@ -84,6 +84,7 @@ class NotificationsConfig:
     mission: bool = True
     lost: bool = True
     interrupted: bool = True
+    done: bool = False  # an agent finished its turn (with its last message)
 
 
 @dataclass(frozen=True)
@@ -223,6 +224,7 @@ _RULES: dict[str, dict[str, _Parser]] = {
         "mission": _bool,
         "lost": _bool,
         "interrupted": _bool,
+        "done": _bool,
     },
     "discovery": {
         "discovery_interval": _interval,

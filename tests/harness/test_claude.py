@@ -243,6 +243,10 @@ def test_stop_is_done() -> None:
     payload = sample("claude-hook-Stop")
     a = agent(sessions=(payload["session_id"],))
 
+    assert states(hook_events(a, "Stop", payload, AT)) == [
+        (AgentState.DONE, "Done: (Bash completed with no output)")
+    ]
+    payload.pop("last_assistant_message")
     assert states(hook_events(a, "Stop", payload, AT)) == [(AgentState.DONE, "")]
 
 

@@ -343,3 +343,12 @@ def test_done_notification_is_off_by_default_and_names_the_last_message(
     world.state(b, AgentState.FAILED, "boom again")
     qtbot.waitUntil(lambda: len(sink.notices) == 3, timeout=15000)
     assert sink.notices[2].agent == b
+
+
+def test_done_notifications_follow_the_config_key(controller: Any, volee_home: Any) -> None:
+    assert controller.notifications.settings.done is False
+    path = controller.options.config_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("[notifications]\ndone = true\n")
+    controller.load_notify_settings()
+    assert controller.notifications.settings.done is True

@@ -391,6 +391,7 @@ class AppController(QObject):
                 lost=n.lost,
                 interrupted=n.interrupted,
                 mission=n.mission,
+                done=n.done,
                 paused=self.notifications.settings.paused,
             )
         )

@@ -39,6 +39,7 @@ NOTIFICATION_KEYS = (
     ("lost", "An agent was lost"),
     ("interrupted", "Interrupted agents were not resumed"),
     ("mission", "A mission waits for my approval"),
+    ("done", "An agent finished its turn (with its last message)"),
 )
 
 
