@@ -137,6 +137,10 @@ class FakeDaemon:
                 return {"text": f"recent output of {params.get('agent')}"}
             if method == "agents.send":
                 return {"delivered": True, "resumed": False}
+            if method == "agents.changes":
+                from .fakes import demo_changes
+
+                return demo_changes(str(params.get("agent")), bool(params.get("diff")))
             if method == "agents.timeline":
                 from volee_desktop.daemon.timeline import timeline
 

@@ -138,6 +138,8 @@ class FakeDaemonLink:
             return {"delivered": True, "resumed": False}
         if method in ("agents.allow", "agents.deny", "agents.answer"):
             return {"answered": True}
+        if method == "agents.changes":
+            return demo_changes(str(params.get("agent")), bool(params.get("diff")))
         if method == "agents.timeline":
             from volee_desktop.daemon.timeline import timeline
 
@@ -304,3 +306,34 @@ class World:
             )
         )
         return mission, ids, message
+
+
+def demo_changes(agent: str, diff: bool) -> dict[str, Any]:
+    """A worker's change as ``agents.changes`` answers it (the fakes' canned one)."""
+    out: dict[str, Any] = {
+        "agent": agent,
+        "base": "main",
+        "branch": "volee/fix-login",
+        "files": [
+            {"path": "src/auth/session.py", "added": 9, "removed": 3},
+            {"path": "tests/test_session.py", "added": 14, "removed": 0},
+        ],
+        "added": 23,
+        "removed": 3,
+    }
+    if diff:
+        out["truncated"] = False
+        out["diff"] = (
+            "diff --git a/src/auth/session.py b/src/auth/session.py\n"
+            "--- a/src/auth/session.py\n+++ b/src/auth/session.py\n"
+            "@@ -40,9 +40,15 @@ def refresh(session):\n"
+            "     cookie = session.cookie\n"
+            "-    if cookie.expired:\n"
+            "-        return redirect(LOGIN)\n"
+            "+    if cookie.expired and not cookie.refreshable:\n"
+            "+        return redirect(LOGIN, next=session.path)\n"
+            "+    if cookie.expired:\n"
+            "+        cookie = cookie.refresh()\n"
+            "     return session.with_cookie(cookie)\n"
+        )
+    return out

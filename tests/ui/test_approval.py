@@ -111,3 +111,41 @@ def test_evidence_text_says_when_a_pull_request_is_not_at_the_tip() -> None:
         evidence_text(d) == "1 commit, not pushed, PR #7 open (not at the tip), uncommitted changes"
     )
     assert evidence_text(None) == "no evidence read yet"
+
+
+def test_each_worker_shows_the_change_it_would_merge_and_the_diff_on_demand(
+    controller: Any, world: World, link: FakeDaemonLink, qtbot: Any
+) -> None:
+    dialog, _ = open_dialog(controller, world)
+    workers = dialog.worker_ids()
+    qtbot.waitUntil(lambda: set(dialog.changes) == set(workers), timeout=3000)
+    asked = [c.params for c in link.calls if c.method == "agents.changes"]
+    assert asked == [{"agent": w, "diff": False} for w in workers]
+    row = dialog.workers.topLevelItem(0)
+    assert row.text(3) == "2 files, +23 −3"
+    assert [row.child(i).text(2) for i in range(row.childCount())] == [
+        "src/auth/session.py",
+        "tests/test_session.py",
+    ]
+    assert row.child(0).text(3) == "+9 −3"
+    assert dialog.diff.isHidden()  # on demand only
+    dialog.workers.setCurrentItem(row)
+    assert dialog.show_diff.isEnabled()
+    with qtbot.waitSignal(controller.called, check_params_cb=lambda m: m == "agents.changes"):
+        dialog.show_diff.click()
+    assert link.last("agents.changes").params == {"agent": workers[0], "diff": True}
+    qtbot.waitUntil(lambda: "+    if cookie.expired" in dialog.diff.toPlainText(), timeout=3000)
+    assert not dialog.diff.isHidden()
+
+
+def test_a_change_git_cannot_tell_says_why(
+    controller: Any, world: World, link: FakeDaemonLink, qtbot: Any
+) -> None:
+    link.errors["agents.changes"] = "no branch or commit 'volee/worker-1'"
+    dialog, _ = open_dialog(controller, world)
+    qtbot.waitUntil(lambda: len(dialog.changes) == 2, timeout=3000)
+    assert dialog.workers.topLevelItem(0).text(3) == (
+        "unknown: no branch or commit 'volee/worker-1'"
+    )
+    dialog.workers.setCurrentItem(dialog.workers.topLevelItem(0))
+    assert not dialog.show_diff.isEnabled()

@@ -1,5 +1,9 @@
 """The approval dialog of a mission awaiting approval: goal, report, workers' evidence, the choice.
 
+Each worker's row says what its branch would merge (files changed, lines added
+and removed, from ``agents.changes``); its files are the row's children, and
+"Show the diff" (or a double click) shows the diff itself, read on demand.
+
 Choosing the approving option answers with exactly that option; any other
 option, or a typed reply, answers with that text (the daemon then sends the
 mission back to reporting).  The dialog emits ``answer(params)``; the app
@@ -8,13 +12,23 @@ calls ``missions.answer`` with them.
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QFontDatabase,
+    QSyntaxHighlighter,
+    QTextCharFormat,
+)
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPlainTextEdit,
     QPushButton,
     QTextBrowser,
     QTreeWidget,
@@ -65,6 +79,48 @@ def evidence_text(delivery: Delivery | None) -> str:
     return ", ".join(parts)
 
 
+def change_text(changes: dict[str, Any]) -> str:
+    """``3 files, +12 −4`` (what ``agents.changes`` found), or why it is not known."""
+    if changes.get("error"):
+        return f"unknown: {changes['error']}"
+    files = changes.get("files") or []
+    if not files:
+        return "no change to merge"
+    n = len(files)
+    return (
+        f"{n} file{'s' if n != 1 else ''}, +{changes.get('added', 0)} −{changes.get('removed', 0)}"
+    )
+
+
+def file_change_text(f: dict[str, Any]) -> str:
+    if f.get("added") is None:
+        return "binary"
+    moved = f" (from {f['from']})" if f.get("from") else ""
+    return f"+{f['added']} −{f['removed']}{moved}"
+
+
+class DiffHighlighter(QSyntaxHighlighter):
+    """Colours a unified diff: added lines green, removed red, hunks and files dim."""
+
+    def highlightBlock(self, text: str) -> None:
+        colour = None
+        if text.startswith(("+++", "---", "diff --git", "index ")):
+            colour, bold = "#495057", True
+        elif text.startswith("@@"):
+            colour, bold = "#1c7ed6", False
+        elif text.startswith("+"):
+            colour, bold = "#2b8a3e", False
+        elif text.startswith("-"):
+            colour, bold = "#c92a2a", False
+        if colour is None:
+            return
+        fmt = QTextCharFormat()
+        fmt.setForeground(QColor(colour))
+        if bold:
+            fmt.setFontWeight(QFont.Weight.Bold)
+        self.setFormat(0, len(text), fmt)
+
+
 def report_of(mission: Mission, registry: Registry) -> Message | None:
     return registry.messages.get(mission.report) if mission.report else None
 
@@ -73,6 +129,7 @@ class ApprovalDialog(QDialog):
     """Approve (or answer) a mission's report."""
 
     answer = Signal(dict)  # params for missions.answer
+    diff_wanted = Signal(str)  # a worker's id: fetch its diff (agents.changes with diff)
 
     def __init__(self, mission: Mission, registry: Registry, parent: QWidget | None = None):
         super().__init__(parent)
@@ -92,10 +149,27 @@ class ApprovalDialog(QDialog):
         self.report.setOpenExternalLinks(True)
         self.workers = QTreeWidget(self)
         self.workers.setObjectName("workers")
-        self.workers.setColumnCount(3)
-        self.workers.setHeaderLabels(["Worker", "Verdict", "Evidence"])
-        self.workers.setRootIsDecorated(False)
+        self.workers.setColumnCount(4)
+        self.workers.setHeaderLabels(["Worker", "Verdict", "Evidence", "Change"])
+        self.workers.setRootIsDecorated(True)  # a worker's changed files are its children
         self.workers.setWordWrap(True)
+        self.workers.itemDoubleClicked.connect(lambda item, _c: self._diff_of(item))
+        self.workers.currentItemChanged.connect(lambda *_: self._selection_changed())
+        self.show_diff = QPushButton("Show the diff", self)
+        self.show_diff.setObjectName("showDiff")
+        self.show_diff.setAutoDefault(False)
+        self.show_diff.setEnabled(False)
+        self.show_diff.setToolTip("The change the selected worker's branch would merge (from git)")
+        self.show_diff.clicked.connect(lambda: self._diff_of(self.workers.currentItem()))
+        self.diff = QPlainTextEdit(self)
+        self.diff.setObjectName("diff")
+        self.diff.setReadOnly(True)
+        self.diff.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.diff.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self._highlight = DiffHighlighter(self.diff.document())
+        self.diff.hide()
+        self.changes: dict[str, dict[str, Any]] = {}  # agents.changes per worker
+        self._diff_agent: str | None = None
         self.question = QLabel(self)
         self.question.setWordWrap(True)
         self.options_row = QHBoxLayout()
@@ -118,8 +192,12 @@ class ApprovalDialog(QDialog):
         layout.addWidget(self.banner)
         layout.addWidget(QLabel("<b>The coordinator's report</b>", self))
         layout.addWidget(self.report, 3)
-        layout.addWidget(QLabel("<b>Workers</b>", self))
+        workers_row = QHBoxLayout()
+        workers_row.addWidget(QLabel("<b>Workers</b> and the change each would merge", self), 1)
+        workers_row.addWidget(self.show_diff)
+        layout.addLayout(workers_row)
         layout.addWidget(self.workers, 1)
+        layout.addWidget(self.diff, 3)
         layout.addWidget(self.question)
         layout.addLayout(self.options_row)
         layout.addLayout(reply_row)
@@ -156,13 +234,15 @@ class ApprovalDialog(QDialog):
                 agent.delivery if agent is not None else None
             )
             verdict = assessment.verdict.value if assessment else "not judged yet"
-            item = QTreeWidgetItem([name, verdict, evidence_text(delivery)])
+            item = QTreeWidgetItem([name, verdict, evidence_text(delivery), ""])
+            item.setData(0, Qt.ItemDataRole.UserRole, agent_id)
             if assessment is not None:
                 item.setForeground(1, QBrush(QColor(VERDICT_COLOUR[assessment.verdict])))
                 item.setToolTip(1, assessment.reason or verdict)
             item.setToolTip(2, evidence_text(delivery))
             self.workers.addTopLevelItem(item)
-        for col in range(2):
+            self._show_change(item, self.changes.get(agent_id))
+        for col in (0, 1, 3):
             self.workers.resizeColumnToContents(col)
 
         options = message.options if message is not None else ()
@@ -197,6 +277,70 @@ class ApprovalDialog(QDialog):
             self.options_row.addWidget(button)
             self.option_buttons[option] = button
         self.options_row.addStretch(1)
+
+    # --- each worker's change ------
+
+    def _rows(self) -> list[QTreeWidgetItem]:
+        items = (self.workers.topLevelItem(i) for i in range(self.workers.topLevelItemCount()))
+        return [item for item in items if item is not None]
+
+    def worker_ids(self) -> list[str]:
+        return [str(item.data(0, Qt.ItemDataRole.UserRole)) for item in self._rows()]
+
+    def set_changes(self, agent_id: str, changes: dict[str, Any]) -> None:
+        """What ``agents.changes`` said of a worker: files, lines added and removed (or
+        ``{"error": ...}`` when git could not tell); with ``diff``, the diff itself."""
+        self.changes[agent_id] = changes
+        for item in self._rows():
+            if item.data(0, Qt.ItemDataRole.UserRole) == agent_id:
+                self._show_change(item, changes)
+        self.workers.resizeColumnToContents(3)
+        if "diff" in changes and self._diff_agent == agent_id:
+            self._show_diff(changes)
+        self._selection_changed()
+
+    def _show_change(self, item: QTreeWidgetItem, changes: dict[str, Any] | None) -> None:
+        item.takeChildren()
+        if changes is None:
+            item.setText(3, "reading git…")
+            return
+        item.setText(3, change_text(changes))
+        item.setToolTip(3, str(changes.get("error") or change_text(changes)))
+        for f in changes.get("files") or []:
+            child = QTreeWidgetItem(["", "", str(f.get("path", "")), file_change_text(f)])
+            child.setData(0, Qt.ItemDataRole.UserRole, item.data(0, Qt.ItemDataRole.UserRole))
+            item.addChild(child)
+
+    def _selection_changed(self) -> None:
+        agent = self._agent_of(self.workers.currentItem())
+        changes = self.changes.get(agent) if agent else None
+        self.show_diff.setEnabled(bool(changes and changes.get("files")))
+
+    def _agent_of(self, item: QTreeWidgetItem | None) -> str | None:
+        if item is None:
+            return None
+        value = item.data(0, Qt.ItemDataRole.UserRole)
+        return value if isinstance(value, str) else None
+
+    def _diff_of(self, item: QTreeWidgetItem | None) -> None:
+        agent = self._agent_of(item)
+        if agent is None:
+            return
+        self._diff_agent = agent
+        changes = self.changes.get(agent, {})
+        if "diff" in changes:
+            self._show_diff(changes)
+        else:
+            self.diff.setPlainText("Reading the diff from git…")
+            self.diff.show()
+            self.diff_wanted.emit(agent)
+
+    def _show_diff(self, changes: dict[str, Any]) -> None:
+        text = str(changes.get("diff") or "(no change)")
+        if changes.get("truncated"):
+            text += "\n… (cut: the diff is longer; see it with git)"
+        self.diff.setPlainText(text)
+        self.diff.show()
 
     @property
     def approving(self) -> str | None:

@@ -319,14 +319,35 @@ class AppController(QObject):
             dialog = ApprovalDialog(mission, self.live.registry)
             dialog.setWindowIcon(self.icons.app_icon())
             dialog.answer.connect(self.answer)
+            dialog.diff_wanted.connect(lambda a, m=mission_id: self._read_changes(m, a, True))
             dialog.finished.connect(lambda _=0, m=mission_id: self._approval_closed(m))
             self.approvals[mission_id] = dialog
+            for worker in dialog.worker_ids():
+                self._read_changes(mission_id, worker, False)
         dialog.show()
         dialog.raise_()
         dialog.activateWindow()
         self.notifications.withdraw(mission_id)
         log.info("approval dialog of %s shown", mission_id)
         return dialog
+
+    def _read_changes(self, mission_id: str, agent_id: str, diff: bool) -> None:
+        """Ask git (through the daemon) what a worker's branch would merge."""
+
+        async def read() -> None:
+            try:
+                result = await self._link().call(
+                    "agents.changes", {"agent": agent_id, "diff": diff}
+                )
+            except LinkError as exc:
+                result = {"error": str(exc).removeprefix("agents.changes: ")}
+            finally:
+                self.called.emit("agents.changes")
+            dialog = self.approvals.get(mission_id)
+            if dialog is not None and isinstance(result, dict):
+                dialog.set_changes(agent_id, result)
+
+        self.tasks.spawn(read(), f"read the change of {agent_id}")
 
     def _approval_closed(self, mission_id: str) -> None:
         dialog = self.approvals.pop(mission_id, None)

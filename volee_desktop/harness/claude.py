@@ -311,8 +311,8 @@ def claude_style_events(
         # idle_prompt (and anything else) is not needs-input.
     elif hook == "Stop":
         # Its last message is what the turn came to: the row's detail, the done notification.
-        message = payload.get("last_assistant_message")
-        state(AgentState.DONE, one_line(message) if isinstance(message, str) else "")
+        last = payload.get("last_assistant_message")
+        state(AgentState.DONE, one_line(last) if isinstance(last, str) else "")
     elif hook == "StopFailure":
         error = payload.get("error") or payload.get("message") or "the turn failed"
         state(AgentState.FAILED, one_line(str(error)))
