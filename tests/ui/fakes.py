@@ -134,6 +134,9 @@ class FakeDaemonLink:
     def _default(self, method: str, params: dict[str, Any]) -> Any:
         if method == "agents.screen":
             return {"text": f"recent output of {params.get('agent')}\n$ pytest -q\n3 passed"}
+        if method == "agents.output":
+            lines = [f"recent output of {params.get('agent')}", "$ pytest -q", "3 passed"]
+            return {"lines": lines, "text": "\n".join(lines), "version": 1, "live": True}
         if method == "agents.send":
             return {"delivered": True, "resumed": False}
         if method in ("agents.allow", "agents.deny", "agents.answer"):

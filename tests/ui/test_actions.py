@@ -78,8 +78,8 @@ def test_open_shows_recent_output_without_a_terminal(
 ) -> None:
     a = world.agent("worker", AgentState.WORKING, location=Location.HOST)
     recorder.terminal_argv = None
-    act(controller, qtbot, "open", a, "agents.screen")
-    assert link.last("agents.screen").params == {"agent": a, "lines": 200}
+    act(controller, qtbot, "open", a, "agents.output")
+    assert link.last("agents.output").params == {"agent": a, "lines": 200}
     window = controller.windows[a]
     assert isinstance(window, AgentWindow)
     qtbot.waitUntil(lambda: "3 passed" in window.output.toPlainText(), timeout=3000)
@@ -144,17 +144,45 @@ def test_timeline_shows_events_in_order_with_decisions(
     ]
 
 
-def test_an_open_output_view_follows_the_agent(
+def test_an_open_agent_window_follows_the_screen_by_itself(
     controller: Any, world: World, link: FakeDaemonLink, recorder: Any, qtbot: Any
 ) -> None:
     a = world.agent("worker", AgentState.WORKING, location=Location.HOST)
-    act(controller, qtbot, "output", a, "agents.screen")
-    screens = link.methods().count("agents.screen")
-    link.handlers["agents.screen"] = lambda p: {"text": "new line from the agent"}
-    world.activity(a, "Bash: make")
+    act(controller, qtbot, "output", a, "agents.output")
     window = controller.windows[a]
-    qtbot.waitUntil(lambda: "new line" in window.output.toPlainText(), timeout=3000)
-    assert link.methods().count("agents.screen") == screens + 1
+    qtbot.waitUntil(lambda: "3 passed" in window.output.toPlainText(), timeout=3000)
+    # New output and no event at all (the agent only prints): the window follows it.
+    link.handlers["agents.output"] = lambda p: {
+        "lines": ["$ pytest -q", "4 passed"],
+        "version": 2,
+        "live": True,
+    }
+    window.refresh_timer.timeout.emit()  # the follow timer's tick (1 s), without waiting
+    qtbot.waitUntil(lambda: "4 passed" in window.output.toPlainText(), timeout=3000)
+    assert window.refresh_timer.isActive()
+    # An unchanged screen is not painted again (the person's selection and scroll stay).
+    assert window.set_screen("$ pytest -q\n4 passed", 2, True) is False
+    # The agent ends: its last screen stays, and the window stops asking.
+    link.handlers["agents.output"] = lambda p: {
+        "lines": ["Not logged in · Please run /login"],
+        "version": 3,
+        "live": False,
+    }
+    window.refresh_timer.timeout.emit()
+    qtbot.waitUntil(lambda: "Please run /login" in window.output.toPlainText(), timeout=3000)
+    assert not window.refresh_timer.isActive()
+    assert "last screen" in window.status.text()
+
+
+def test_an_older_daemon_without_agents_output_shows_its_raw_screen(
+    controller: Any, world: World, link: FakeDaemonLink, qtbot: Any
+) -> None:
+    link.errors["agents.output"] = "unknown method agents.output [unknown_method]"
+    a = world.agent("worker", AgentState.WORKING, location=Location.HOST)
+    act(controller, qtbot, "output", a, "agents.output")
+    window = controller.windows[a]
+    qtbot.waitUntil(lambda: "3 passed" in window.output.toPlainText(), timeout=3000)
+    assert "agents.screen" in link.methods()
 
 
 def test_the_panel_offers_every_action_once() -> None:

@@ -352,3 +352,42 @@ def test_done_notifications_follow_the_config_key(controller: Any, volee_home: A
     path.write_text("[notifications]\ndone = true\n")
     controller.load_notify_settings()
     assert controller.notifications.settings.done is True
+
+
+# --- the agent window ---------------------------------------------------------------------------
+
+
+def test_the_agent_window_shows_the_request_and_answers_it(
+    controller: Any, world: World, qtbot: Any, link: FakeDaemonLink
+) -> None:
+    a = asking(world)
+    controller.actions.show_output(a)
+    window = controller.windows[a]
+    assert not window.request_box.isHidden()
+    assert window.request_label.text() == "api-fixer asks: Bash: rm -rf build/ && pytest -q"
+    assert "reason" in window.reply.placeholderText()
+    # Enter in the reply box never types into a permission dialog.
+    window.reply.setText("use make clean instead")
+    window.reply.returnPressed.emit()
+    assert "agents.send" not in link.methods()
+    assert "Allow or Deny first" in window.status.text()
+    with qtbot.waitSignal(controller.called, check_params_cb=lambda m: m == "agents.deny"):
+        window.answer_buttons["deny"].click()
+    assert link.last("agents.deny").params["reason"] == "use make clean instead"
+    world.answered(a, "deny")
+    assert window.request_box.isHidden()
+
+
+def test_the_agent_window_answers_a_question_by_option_or_in_words(
+    controller: Any, world: World, qtbot: Any, link: FakeDaemonLink
+) -> None:
+    a = world.agent("schema", AgentState.WORKING)
+    world.ask(a, "AskUserQuestion", QUESTION)
+    controller.actions.show_output(a)
+    window = controller.windows[a]
+    assert window.answer_buttons["allow"].isHidden()
+    assert window.answer_buttons["option:1"].text() == "Postgres"
+    window.reply.setText("MySQL 8")
+    with qtbot.waitSignal(controller.called, check_params_cb=lambda m: m == "agents.answer"):
+        window.reply.returnPressed.emit()
+    assert link.last("agents.answer").params["text"] == "MySQL 8"

@@ -87,6 +87,8 @@ class AgentActions:
         self.opened = opened
         self.called = called
         self.before_window = before_window
+        self._fetching: set[str] = set()
+        self._screen_method = "agents.output"
         self.windows: dict[str, AgentWindow] = {}
 
     def run(self, name: str, agent_id: str) -> None:
@@ -160,8 +162,10 @@ class AgentActions:
             window.send.connect(self.send)
             window.refresh.connect(self.refresh_output)
             window.closed.connect(self._window_closed)
+            window.answer.connect(
+                lambda a, choice, text: self.answer_agent(a, choice, text or None)
+            )
             self.looking.watch(window)
-            window.refresh_timer.timeout.connect(lambda a=agent_id: self.refresh_output(a))
             self.windows[agent_id] = window
         return window
 
@@ -200,24 +204,50 @@ class AgentActions:
         self.opened(agent_id, Action.REPLY)
 
     def refresh_output(self, agent_id: str) -> None:
+        """Ask for the agent's rendered screen (``agents.output``) and show it if it changed."""
+        if agent_id not in self.windows or agent_id in self._fetching:
+            return  # one request at a time per window: a slow daemon is not piled on
+        self._fetching.add(agent_id)
+
         async def fetch() -> None:
-            window = self.windows.get(agent_id)
             try:
-                result = await self.link().call(
-                    "agents.screen", {"agent": agent_id, "lines": self.screen_lines}
-                )
+                result = await self._screen(agent_id)
             except LinkError as exc:
+                window = self.windows.get(agent_id)
                 if window is not None:
-                    window.show_status(f"No recent output: {exc}")
+                    window.show_status(f"No screen: {exc}")
                 return
             finally:
-                self.called("agents.screen")
+                self._fetching.discard(agent_id)
+                self.called("agents.output")
             window = self.windows.get(agent_id)
-            if window is not None:
-                text = result.get("text", "") if isinstance(result, dict) else str(result)
-                window.set_screen(text)
+            if window is None:
+                return
+            if isinstance(result, dict):
+                lines = result.get("lines")
+                text = "\n".join(lines) if isinstance(lines, list) else str(result.get("text", ""))
+                version = result.get("version")
+                window.set_screen(
+                    text,
+                    version if isinstance(version, int) else None,
+                    bool(result.get("live", True)),
+                )
+            else:
+                window.set_screen(str(result))
 
-        self.tasks.spawn(fetch(), f"show the output of {agent_id}")
+        self.tasks.spawn(fetch(), f"show the screen of {agent_id}")
+
+    async def _screen(self, agent_id: str) -> Any:
+        link = self.link()
+        params = {"agent": agent_id, "lines": self.screen_lines}
+        if self._screen_method == "agents.output":
+            try:
+                return await link.call("agents.output", params)
+            except LinkError as exc:
+                if "unknown" not in str(exc).lower():
+                    raise
+                self._screen_method = "agents.screen"  # an older daemon: its raw output
+        return await link.call("agents.screen", params)
 
     def send(self, agent_id: str, text: str) -> None:
         async def deliver() -> None:

@@ -45,7 +45,6 @@ from .tray import Tray
 
 log = logging.getLogger(__name__)
 
-OUTPUT_REFRESH_MS = 1000  # an open output view follows the agent, at most once a second
 
 TerminalOpener = Callable[[str], "list[str] | None"]
 Confirm = Callable[[str, str], bool]
@@ -216,7 +215,9 @@ class AppController(QObject):
                 window = self.windows[after.id]
                 window.set_agent(after)
                 if window.isVisible() and not window.refresh_timer.isActive():
-                    window.refresh_timer.start(OUTPUT_REFRESH_MS)
+                    # It moved (a resumed agent runs again): follow its screen, and now.
+                    window.refresh_timer.start()
+                    self.actions.refresh_output(after.id)
         if change.mission is not None and change.mission[1] is not None:
             dialog = self.approvals.get(change.mission[1].id)
             if dialog is not None:
