@@ -32,7 +32,7 @@ def test_a_lock_whose_holder_died_is_free(tmp_path: Path) -> None:
     path = tmp_path / "app.lock"
     code = (
         "import sys, os; from pathlib import Path; from volee_desktop.pidlock import PidLock; "
-        "PidLock(Path(sys.argv[1]), RuntimeError).acquire(); os._exit(0)"
+        "PidLock(Path(sys.argv[1])).acquire(); os._exit(0)"
     )
     subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=30)
     assert holder(path) is not None  # it died holding it: its pid is still written

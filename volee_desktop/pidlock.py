@@ -11,29 +11,42 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-#: Builds the error raised when another process holds the lock: (its pid, the lock's path).
-Busy = Callable[[int | None, str], Exception]
+
+class Held(Exception):
+    """Another process holds the lock: ``pid`` (when its file names it) and ``lock``.
+
+    The daemon and the app each raise their own subclass (``AlreadyRunning``), whose
+    ``explain`` says what that means and what to do.
+    """
+
+    def __init__(self, pid: int | None, lock: str) -> None:
+        self.pid = pid
+        self.lock = lock
+        super().__init__(self.explain(f"pid {pid}" if pid else "another process", lock))
+
+    def explain(self, who: str, lock: str) -> str:
+        """The message, given who holds the lock (``pid N`` or ``another process``)."""
+        return f"{who} holds {lock}"
 
 
 class PidLock:
-    """Held from ``acquire`` to ``release`` (or the process's end); ``busy`` names the holder."""
+    """Held from ``acquire`` to ``release`` (or the process's end); ``held`` names the holder."""
 
-    def __init__(self, path: Path, busy: Busy) -> None:
+    def __init__(self, path: Path, held: type[Held] = Held) -> None:
         self.path = path
-        self.busy = busy
+        self.held = held
         self._fd: int | None = None
 
     def acquire(self) -> PidLock:
-        """Take the lock, or raise ``busy(pid, path)`` naming the process that holds it."""
+        """Take the lock, or raise ``held(pid, path)`` naming the process that holds it."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         if not _try_lock(fd):
             os.close(fd)
-            raise self.busy(holder(self.path), str(self.path))
+            raise self.held(holder(self.path), str(self.path))
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd

@@ -50,7 +50,7 @@ def test_stop_ends_a_daemon_that_holds_the_lock_but_does_not_serve_yet(
     # Plays a daemon still starting: it holds the lock, the socket is not there yet.
     code = (
         "import sys, time; from pathlib import Path; from volee_desktop.pidlock import PidLock;"
-        "PidLock(Path(sys.argv[1]), RuntimeError).acquire(); print('locked', flush=True); "
+        "PidLock(Path(sys.argv[1])).acquire(); print('locked', flush=True); "
         "time.sleep(60)"
     )
     starting = subprocess.Popen(

@@ -175,22 +175,16 @@ class AgentActions:
             window.deleteLater()
 
     def show_output(self, agent_id: str) -> None:
-        window = self._window(agent_id)
-        if window is None:
-            return
-        self.withdraw(agent_id)
-        window.show()
-        window.raise_()
-        window.activateWindow()
         agent = self.registry().agents.get(agent_id)
-        if agent is not None and agent.state is AgentState.NEEDS_INPUT:
-            # It waits for an answer (the notification's Open lands here): typing answers.
-            window.focus_reply()
-        self.refresh_output(agent_id)
-        log.info("opened agent %s: output view", agent_id)
-        self.opened(agent_id, Action.OUTPUT)
+        # An agent waiting for an answer (the notification's Open lands here): typing answers.
+        needs_you = agent is not None and agent.state is AgentState.NEEDS_INPUT
+        self._open_window(agent_id, Action.OUTPUT, reply=needs_you)
 
     def reply_to(self, agent_id: str) -> None:
+        self._open_window(agent_id, Action.REPLY, reply=True)
+
+    def _open_window(self, agent_id: str, how: Action, *, reply: bool) -> None:
+        """Bring the agent's window to the front (the cursor in its reply box if ``reply``)."""
         window = self._window(agent_id)
         if window is None:
             return
@@ -198,10 +192,13 @@ class AgentActions:
         window.show()
         window.raise_()
         window.activateWindow()
-        window.focus_reply()
+        if reply:
+            window.focus_reply()
         self.refresh_output(agent_id)
-        log.info("opened agent %s: reply box", agent_id)
-        self.opened(agent_id, Action.REPLY)
+        log.info(
+            "opened agent %s: %s", agent_id, "reply box" if how is Action.REPLY else "output view"
+        )
+        self.opened(agent_id, how)
 
     def refresh_output(self, agent_id: str) -> None:
         """Ask for the agent's rendered screen (``agents.output``) and show it if it changed."""

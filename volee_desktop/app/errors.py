@@ -9,6 +9,8 @@ Exceptions::
 
 from __future__ import annotations
 
+from volee_desktop.pidlock import Held
+
 
 class Error(Exception):
     """Root of the app's errors; ``title`` is a short headline for dialogs."""
@@ -16,18 +18,16 @@ class Error(Exception):
     title = "volee"
 
 
-class AlreadyRunning(Error):
+class AlreadyRunning(Error, Held):
     """Another tray app of this user holds the app lock."""
 
     title = "volee is already running"
 
-    def __init__(self, pid: int | None, lock: str) -> None:
-        who = f"pid {pid}" if pid else "another process"
-        super().__init__(
+    def explain(self, who: str, lock: str) -> str:
+        return (
             f"the volee tray app already runs for this user ({who}, lock {lock}); "
             "use its icon in the tray, or quit it first"
         )
-        self.pid = pid
 
 
 class LinkError(Error):

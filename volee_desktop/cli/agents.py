@@ -10,11 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from ..core.durations import duration
-from ..core.model import DEFAULT_HARNESS, Harness
 from ..harness.env import allowed_env
 from ..ipc.protocol import IpcError
 from ..paths import dirs
-from .common import CliError, Commands, call, connect, emit_json
+from .common import (
+    HARNESS_CHOICES,
+    HARNESS_DEFAULT,
+    CliError,
+    Commands,
+    call,
+    connect,
+    created,
+    emit_json,
+)
 
 
 def add_commands(sub: Commands) -> None:
@@ -31,7 +39,7 @@ def add_commands(sub: Commands) -> None:
     p.set_defaults(func=cmd_timeline)
 
     p = sub.add_parser("spawn", help="start an agent; prints its id")
-    p.add_argument("--harness", choices=[str(h) for h in Harness], default=str(DEFAULT_HARNESS))
+    p.add_argument("--harness", choices=HARNESS_CHOICES, default=HARNESS_DEFAULT)
     p.add_argument("--name")
     p.add_argument("--cwd")
     p.add_argument("--worktree", action="store_true", help="a new branch in a new worktree")
@@ -139,12 +147,7 @@ def cmd_spawn(args: argparse.Namespace) -> int:
         "permission_mode": args.permission_mode,
         "env": allowed_env(dict(os.environ)),
     }
-    agent = call(args, "agents.spawn", **{k: v for k, v in params.items() if v is not None})
-    if args.json:
-        emit_json(agent)
-    else:
-        print(agent["id"])
-    return 0
+    return created(args, "agents.spawn", params)
 
 
 def cmd_send(args: argparse.Namespace) -> int:

@@ -15,11 +15,15 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..core.model import DEFAULT_HARNESS, Harness
 from ..ipc.client import Client
 from ..ipc.protocol import DaemonUnavailable
 from ..paths import Dirs, dirs, ensure_private_dir
 
 START_TIMEOUT = 20.0
+#: ``--harness``: the profiles volee knows, and the one it uses when none is named.
+HARNESS_CHOICES = [str(h) for h in Harness]
+HARNESS_DEFAULT = str(DEFAULT_HARNESS)
 ALREADY_RUNNING = 2  # `volee daemon run`'s status when another daemon holds the lock
 
 
@@ -109,3 +113,16 @@ def emit_json(value: Any) -> None:
     """Print JSON for scripts."""
     json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
+
+
+def created(args: argparse.Namespace, method: str, params: dict[str, Any]) -> int:
+    """Call a method that creates something (unset parameters left out); print its id.
+
+    With ``--json``, the whole view of what was created instead.
+    """
+    made = call(args, method, **{k: v for k, v in params.items() if v is not None})
+    if args.json:
+        emit_json(made)
+    else:
+        print(made["id"])
+    return 0

@@ -10,10 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from ..core.durations import duration
-from ..core.model import DEFAULT_HARNESS, Harness
 from ..harness.env import allowed_env
 from ..paths import dirs
-from .common import CliError, Commands, call, connect, emit_json
+from .common import (
+    HARNESS_CHOICES,
+    HARNESS_DEFAULT,
+    CliError,
+    Commands,
+    call,
+    connect,
+    created,
+    emit_json,
+)
 
 
 def add_commands(sub: Commands) -> None:
@@ -26,7 +34,7 @@ def add_commands(sub: Commands) -> None:
     p.add_argument("--kind", choices=["change", "analysis"], default="change")
     p.add_argument("--repo", action="append", required=True, metavar="PATH", dest="repos")
     p.add_argument("--workers", type=int, metavar="N", help="how many workers to spawn")
-    p.add_argument("--harness", choices=[str(h) for h in Harness], default=str(DEFAULT_HARNESS))
+    p.add_argument("--harness", choices=HARNESS_CHOICES, default=HARNESS_DEFAULT)
     p.add_argument("--name", help="the coordinator's name (default: from the goal)")
     p.add_argument("--model")
     p.add_argument("--permission-mode", dest="permission_mode")
@@ -79,12 +87,7 @@ def cmd_create(args: argparse.Namespace) -> int:
         "permission_mode": args.permission_mode,
         "env": allowed_env(dict(os.environ)),
     }
-    view = call(args, "missions.create", **{k: v for k, v in params.items() if v is not None})
-    if args.json:
-        emit_json(view)
-    else:
-        print(view["id"])
-    return 0
+    return created(args, "missions.create", params)
 
 
 def cmd_ls(args: argparse.Namespace) -> int:

@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+from ..pidlock import Held
+
 
 class Error(Exception):
     """Root of the daemon package's errors."""
@@ -34,16 +36,14 @@ class Ambiguous(Error):
     """A name or prefix that matches more than one thing."""
 
 
-class AlreadyRunning(Error):
+class AlreadyRunning(Error, Held):
     """Another daemon holds the lock of this VOLEE_HOME."""
 
-    def __init__(self, pid: int | None, lock: str) -> None:
-        who = f"pid {pid}" if pid else "another process"
-        super().__init__(
+    def explain(self, who: str, lock: str) -> str:
+        return (
             f"a volee daemon is already running for this VOLEE_HOME ({who} holds {lock}); "
             "use `volee daemon status` or `volee daemon stop`"
         )
-        self.pid = pid
 
 
 class Broken(Error):
