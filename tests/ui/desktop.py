@@ -68,9 +68,12 @@ def poll(what: str, check: Callable[[], object], timeout: float = 10.0) -> objec
 
 
 class Desktop:
-    """Xvfb + D-Bus session + trayer + dunst, torn down in reverse order."""
+    """Xvfb + D-Bus session + trayer + dunst, torn down in reverse order.
 
-    def __init__(self, width: int = 1280, height: int = 800) -> None:
+    ``tray=False`` leaves trayer out until ``start_trayer()`` (a panel that comes up late).
+    """
+
+    def __init__(self, width: int = 1280, height: int = 800, tray: bool = True) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="vx", dir="/tmp"))
         self.children: list[subprocess.Popen[bytes]] = []
         self.procs: list[procs.Proc] = []
@@ -117,7 +120,8 @@ class Desktop:
             XDG_RUNTIME_DIR=str(self.dir),
         )
         self.env.pop("WAYLAND_DISPLAY", None)
-        self._start_trayer()
+        if tray:
+            self.start_trayer()
         # dunst's context menu (`dunstctl context`) runs dmenu: this one picks the line
         # holding the text in `choice` (what a person would click in the menu).
         self.choice = self.dir / "choice"
@@ -149,7 +153,7 @@ class Desktop:
         self.children.append(child)
         return child
 
-    def _start_trayer(self) -> None:
+    def start_trayer(self) -> None:
         argv = [
             "trayer",
             "--edge",

@@ -42,6 +42,7 @@ from .panel import AgentPanel
 from .summary import summarize
 from .tasks import Tasks
 from .tray import Tray
+from .traywatch import TrayWatcher
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,8 @@ class AppOptions:
     confirm: Confirm | None = None
     show_error: ShowError | None = None
     clock: Callable[[], float] = time.time
-    use_tray: bool | None = None  # None: when the system has a tray
+    use_tray: bool | None = None  # None: when the system has a tray (and watch for one)
+    tray_watcher: Callable[[QObject], TrayWatcher] | None = None  # None: the real one
     screen_lines: int = 200
 
 
@@ -96,8 +98,13 @@ class AppController(QObject):
         self.icons = IconCache(self.svgs)
         self.tray = Tray(self.icons, self, clock=options.clock)
         use_tray = options.use_tray
+        self.tray_watcher: TrayWatcher | None = None
         if use_tray is None:
             use_tray = QSystemTrayIcon.isSystemTrayAvailable()
+            if not use_tray:
+                make = options.tray_watcher or (lambda parent: TrayWatcher(parent=parent))
+                self.tray_watcher = make(self)
+                self.tray_watcher.appeared.connect(self._tray_appeared)
         self.has_tray = use_tray
         self.panel = AgentPanel(self.model, popup=use_tray)
         self.panel.setWindowIcon(self.icons.app_icon())
@@ -123,6 +130,7 @@ class AppController(QObject):
             before_window=self._before_window,
         )
         self.windows = self.actions.windows
+        self.panel.closed.connect(self._list_window_closed)
         self.approvals: dict[str, ApprovalDialog] = {}
         self.dialogs: list[QWidget] = []
         sinks = options.sinks
@@ -167,6 +175,25 @@ class AppController(QObject):
             self.panel.show()
             # The list, not the filter box: a blinking cursor wakes the app twice a second.
             self.panel.view.setFocus()
+            if self.tray_watcher is not None:
+                self.tray_watcher.start()
+
+    def _tray_appeared(self) -> None:
+        """A panel with a tray came up after volee: move from the window into the icon."""
+        self.has_tray = True
+        self.panel.set_popup(True)
+        self.tray.apply_now()
+        self.tray.show()
+        log.info("moved into the system tray: the agent list opens from the icon")
+
+    def _list_window_closed(self) -> None:
+        """Closing the window that stands in for the icon quits: no process left unseen."""
+        if self.has_tray:
+            return
+        log.info("the agent list window was closed: quitting (agents keep running)")
+        if self.tray_watcher is not None:
+            self.tray_watcher.stop()
+        self.quit_requested.emit()
 
     async def attach(self, link: DaemonLink) -> None:
         """Use ``link``: subscribe to the live feed (snapshot, then events)."""
@@ -466,6 +493,8 @@ class AppController(QObject):
     # --- quitting ------
 
     def close(self) -> None:
+        if self.tray_watcher is not None:
+            self.tray_watcher.stop()
         self.notifications.stop()
         self.tray.hide()
         self.panel.hide()

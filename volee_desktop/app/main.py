@@ -116,7 +116,7 @@ def _run(
 
     from .controller import AppController, AppOptions
 
-    app = QApplication.instance() or QApplication(argv)
+    app = QApplication.instance() or QApplication(argv or ["volee"])
     assert isinstance(app, QApplication)
     app.setApplicationName("volee")
     app.setApplicationDisplayName("volee")

@@ -24,6 +24,7 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import (
     QAction,
+    QCloseEvent,
     QGuiApplication,
     QHideEvent,
     QKeyEvent,
@@ -81,6 +82,7 @@ class AgentPanel(QWidget):
     action = Signal(str, str)  # (action, agent id)
     review = Signal(str)  # a mission id: open its approval dialog
     hidden = Signal()
+    closed = Signal()  # the person closed the window (not the popup): without a tray, quit
 
     def __init__(self, model: AgentListModel, parent: QWidget | None = None, popup: bool = True):
         super().__init__(parent)
@@ -533,3 +535,24 @@ class AgentPanel(QWidget):
             return  # the row's context menu
         self.hidden_at = time.monotonic()
         self.hide()
+
+    def set_popup(self, popup: bool) -> None:
+        """Become the tray's popup (a tray appeared) or a plain window; a popup starts hidden."""
+        if popup == self.popup:
+            return
+        self.popup = popup
+        visible = self.isVisible()
+        self.setWindowFlags(
+            Qt.WindowType.Tool | Qt.WindowType.WindowStaysOnTopHint
+            if popup
+            else Qt.WindowType.Window
+        )
+        if popup:
+            self.hide()
+        elif visible:
+            self.show()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        super().closeEvent(event)
+        if not self.popup and event.isAccepted():
+            self.closed.emit()
