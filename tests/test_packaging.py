@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import volee_desktop
 from volee_desktop import datafiles
 
 ROOT = datafiles.CHECKOUT
@@ -142,3 +143,102 @@ def test_setup_py_copies_the_same_folders_the_code_looks_in() -> None:
 def test_an_unknown_data_folder_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown data folder 'docs'"):
         datafiles.find("docs", "x")
+
+
+@pytest.fixture(scope="module")
+def sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist, built from the checkout as `scripts/dev package` builds it."""
+    out = tmp_path_factory.mktemp("sdist")
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(out), "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (built,) = out.glob("volee_desktop-*.tar.gz")
+    return built
+
+
+def _tracked(folder: str) -> list[str]:
+    done = subprocess.run(
+        ["git", "ls-files", folder], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        pytest.skip("not a git checkout (an unpacked sdist): nothing to compare with")
+    return [line for line in done.stdout.splitlines() if (ROOT / line).is_file()]
+
+
+@pytest.mark.slow
+def test_the_sdist_carries_every_test_and_its_tests_run(sdist: Path, tmp_path: Path) -> None:
+    import tarfile
+
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp_path, filter="data")
+    (top,) = tmp_path.iterdir()
+    missing = [name for name in _tracked("tests") if not (top / name).is_file()]
+    assert not missing, f"{len(missing)} test files are missing from the sdist: {missing[:5]}"
+    for name in ("pyproject.toml", "setup.py", "scripts/dev", "installers/debian/build_deb.py"):
+        assert (top / name).is_file(), name
+    # The unpacked sdist's own tests, against its own code (pytest's pythonpath is ".").
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_layers.py",
+            "tests/core/test_states.py",
+            "tests/test_packaging.py::test_the_checkout_layout_finds_every_data_file",
+        ],
+        cwd=top,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert " passed" in done.stdout
+    assert (
+        str(top)
+        in subprocess.run(
+            [sys.executable, "-c", "import volee_desktop; print(volee_desktop.__file__)"],
+            cwd=top,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+
+
+@pytest.mark.slow
+def test_the_wheel_metadata_says_what_volee_needs_and_where_it_runs(wheel: Path) -> None:
+    import email
+
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = (n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        meta = email.message_from_bytes(archive.read(name))
+    assert meta["Version"] == volee_desktop.__version__
+    assert meta["License-Expression"] == "LicenseRef-Proprietary"
+    classifiers = meta.get_all("Classifier") or []
+    assert "Operating System :: POSIX :: Linux" in classifiers
+    assert "Operating System :: MacOS" in classifiers
+    assert not [c for c in classifiers if "Windows" in c]
+    requires = meta.get_all("Requires-Dist") or []
+    assert "mcp>=2" in requires
+    urls = meta.get_all("Project-URL") or []
+    assert any(u.startswith("Homepage, https://") for u in urls)
+
+
+def test_the_deb_depends_on_what_scripts_dev_installs_for_the_app() -> None:
+    sys.path.insert(0, str(ROOT / "installers" / "debian"))
+    import build_deb
+
+    script = (ROOT / "scripts" / "dev").read_text()
+    block = script.split('RUNTIME_APT="', 1)[1].split('"', 1)[0]
+    runtime = set(block.replace("\\\n", " ").split()) - {"git"}
+    assert set(build_deb.LIBRARIES) == runtime

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import sys
 
+WINDOWS_REFUSAL = (
+    "volee: not supported on Windows yet; it runs under WSL "
+    "(install it inside your WSL distribution: pipx install volee-desktop)"
+)
+
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``volee``; ``volee hook`` and ``volee mcp`` take fast paths importing almost nothing."""
+    if sys.platform == "win32":
+        # The daemon, the hosts and the hooks need POSIX (PTYs, Unix sockets, fork):
+        # say so here instead of failing deep inside.
+        print(WINDOWS_REFUSAL, file=sys.stderr)
+        return 1
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["hook"]:
         from volee_desktop.cli import hookshim

@@ -11,8 +11,9 @@ import argparse
 import os
 import sys
 
+from .. import __version__
 from ..ipc.protocol import DaemonUnavailable, IpcError
-from . import agents, daemon, missions
+from . import agents, daemon, desktop, missions
 from .common import CliError
 
 
@@ -21,6 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="volee",
         description="Supervise the coding agents you run on your own machine.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"volee {__version__}", help="print the version"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -31,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("hook", help="(harness hooks call this) forward a hook payload")
     p.add_argument("event", metavar="EVENT")
     missions.add_commands(sub)
+    desktop.add_commands(sub)
     return parser
 
 
@@ -40,7 +45,7 @@ def _dispatch_app(args: argparse.Namespace) -> int:
         raise CliError(problem, 2)
     from ..app.main import run_app
 
-    return run_app([])
+    return run_app(["volee"])  # argv[0]: the windows' WM_CLASS, matched to volee.desktop
 
 
 def no_desktop(env: dict[str, str], platform: str) -> str | None:

@@ -1,0 +1,296 @@
+"""Build volee's .deb from its wheel: a venv at its final path, /opt/volee, on the system Python.
+
+Hooks and hosts run ``<interpreter> -I -S`` (docs/packaging.md), so the package carries a real
+interpreter's venv rather than a frozen binary: ``/usr/bin/python3 -m venv`` in a staging
+folder, ``pip install`` of the wheel and its dependencies, the staging path rewritten to
+``/opt/volee`` in the scripts (what dh-virtualenv does), then ``dpkg-deb`` directly.
+
+    python installers/debian/build_deb.py dist/volee_desktop-X-py3-none-any.whl --out dist
+
+It runs with a Python that has volee's dependencies (the checkout's .venv): the icons are
+rendered with Qt from ``resources/volee.svg``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import email
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+PACKAGE = "volee-desktop"
+PREFIX = Path("/opt/volee")
+# What the Qt plugins volee loads (xcb, wayland, offscreen, svg) need from the system; the
+# same list as scripts/dev's RUNTIME_APT (tests/test_deb.py checks they agree).
+LIBRARIES = (
+    *("libgl1", "libegl1", "libxkbcommon0", "libfontconfig1", "libglib2.0-0", "libdbus-1-3"),
+    *("libxcb-cursor0", "libxcb-icccm4", "libxcb-image0", "libxcb-keysyms1"),
+    *("libxcb-render-util0", "libxcb-render0", "libxcb-shape0", "libxcb-util1", "libxcb-xkb1"),
+    "libxkbcommon-x11-0",
+)
+RECOMMENDS = ("git", "hicolor-icon-theme", "desktop-file-utils")
+# PySide6-Essentials ships Qt's developer tools and sources beside the runtime; the app never
+# runs them (paths relative to site-packages/PySide6). The package test runs the installed app.
+PRUNE_PYSIDE = (
+    "assistant",
+    "designer",
+    "linguist",
+    "lrelease",
+    "lupdate",
+    "qmlformat",
+    "qmlls",
+    "qmllint",
+    "include",
+    "typesystems",
+    "glue",
+    "scripts",
+    "Qt/metatypes",
+    "Qt/translations",
+    "Qt/qml",
+)
+PRUNE_BIN_PREFIX = "pyside6-"
+
+MAINTAINER = "volee desktop <volee@users.noreply.github.com>"
+DESCRIPTION = """\
+Supervise the coding agents you run on your machine
+ volee watches Claude Code, codex, pi and any command you start as an agent:
+ a tray icon that says which one needs you, a daemon that keeps their state
+ across restarts, and a CLI (volee ls, spawn, send, stop, resume).
+ .
+ The package holds its own Python environment in /opt/volee, on the system
+ Python. It adds a menu entry and never starts volee at login unasked:
+ `volee daemon install` does that."""
+
+POSTRM = """\
+#!/bin/sh
+# The venv is ours alone: whatever Python wrote there at run time (__pycache__) goes with it.
+set -e
+if [ "$1" = remove ] || [ "$1" = purge ]; then
+    rm -rf /opt/volee
+fi
+exit 0
+"""
+
+
+# pip's notes about this machine's local package indexes (scripts/dev filters them too).
+NOISE = "is ignored: it is neither a file nor a directory"
+
+
+def run(argv: list[str]) -> None:
+    print("+", " ".join(argv), file=sys.stderr, flush=True)
+    done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for line in done.stdout.splitlines():
+        if NOISE not in line:
+            print(line, file=sys.stderr)
+    if done.returncode != 0:
+        raise SystemExit(f"{argv[0]} failed (exit {done.returncode})")
+
+
+def wheel_version(wheel: Path) -> str:
+    with zipfile.ZipFile(wheel) as archive:
+        (meta,) = (n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        message = email.message_from_bytes(archive.read(meta))
+    version = message["Version"]
+    if not version:
+        raise SystemExit(f"{wheel} has no version in its metadata")
+    return str(version)
+
+
+def debian_version(version: str) -> str:
+    # PEP 440 pre-releases sort before the release in Debian only with a tilde.
+    for tag in ("a", "b", "rc", ".dev"):
+        head, sep, tail = version.partition(tag)
+        if sep and head and head[-1].isdigit():
+            return f"{head}~{tag.lstrip('.')}{tail}-1"
+    return f"{version}-1"
+
+
+def system_python(path: str) -> tuple[str, str]:
+    """(the interpreter's real path, its X.Y)."""
+    real = os.path.realpath(shutil.which(path) or path)
+    out = subprocess.run(
+        [real, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return real, out.stdout.strip()
+
+
+def build_venv(stage: Path, wheel: Path, python: str, index_args: list[str]) -> Path:
+    venv = stage / PREFIX.relative_to("/")
+    run([python, "-m", "venv", "--without-pip", str(venv)])
+    # The build's pip installs into the staged venv (no pip inside the package).
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--disable-pip-version-check",
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            "-q",
+            *index_args,
+            str(wheel),
+        ]
+    )
+    return venv
+
+
+def prune(venv: Path) -> int:
+    """Remove Qt's developer tools; the bytes freed."""
+    freed = 0
+    (site,) = (venv / "lib").glob("python3*/site-packages")
+    for rel in PRUNE_PYSIDE:
+        target = site / "PySide6" / rel
+        if target.is_dir():
+            freed += sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
+            shutil.rmtree(target)
+        elif target.is_file():
+            freed += target.stat().st_size
+            target.unlink()
+    for script in (venv / "bin").glob(f"{PRUNE_BIN_PREFIX}*"):
+        freed += script.stat().st_size
+        script.unlink()
+    for name in ("Activate.ps1", "activate.csh", "activate.fish"):
+        (venv / "bin" / name).unlink(missing_ok=True)
+    return freed
+
+
+def relocate(stage: Path, venv: Path) -> None:
+    """Point every text file that names the staging path at /opt/volee; refuse any left."""
+    old = str(venv).encode()
+    new = str(PREFIX).encode()
+    for path in [*(venv / "bin").iterdir(), venv / "pyvenv.cfg"]:
+        if path.is_symlink() or not path.is_file():
+            continue
+        data = path.read_bytes()
+        if old in data:
+            path.write_bytes(data.replace(old, new))
+    left = [
+        str(p)
+        for p in venv.rglob("*")
+        if p.is_file() and not p.is_symlink() and p.suffix != ".pyc" and old in p.read_bytes()
+    ]
+    if left:
+        raise SystemExit("the staging path is still named in: " + ", ".join(left[:10]))
+
+
+def desktop_files(stage: Path) -> None:
+    sys.path.insert(0, str(ROOT))
+    from volee_desktop.app import desktopentry
+
+    desktopentry.write(desktopentry.Layout(stage / "usr" / "share"), executable=None)
+
+
+def control(version: str, python_xy: str, installed_kib: int, arch: str) -> str:
+    depends = ", ".join([f"python{python_xy}", *LIBRARIES])
+    return (
+        f"Package: {PACKAGE}\n"
+        f"Version: {version}\n"
+        f"Architecture: {arch}\n"
+        f"Maintainer: {MAINTAINER}\n"
+        f"Installed-Size: {installed_kib}\n"
+        f"Depends: {depends}\n"
+        f"Recommends: {', '.join(RECOMMENDS)}\n"
+        "Section: devel\n"
+        "Priority: optional\n"
+        "Homepage: https://github.com/volee-dev/volee-desktop\n"
+        f"Description: {DESCRIPTION}\n"
+    )
+
+
+def md5sums(stage: Path) -> str:
+    lines = []
+    for path in sorted(stage.rglob("*")):
+        rel = path.relative_to(stage)
+        if rel.parts[0] == "DEBIAN" or path.is_symlink() or not path.is_file():
+            continue
+        lines.append(f"{hashlib.md5(path.read_bytes()).hexdigest()}  {rel.as_posix()}\n")
+    return "".join(lines)
+
+
+def build(wheel: Path, out: Path, python: str, compression: str, index_args: list[str]) -> Path:
+    version = debian_version(wheel_version(wheel))
+    real_python, python_xy = system_python(python)
+    arch = subprocess.run(
+        ["dpkg", "--print-architecture"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    with tempfile.TemporaryDirectory(prefix="volee-deb-") as tmp:
+        stage = Path(tmp) / "root"
+        venv = build_venv(stage, wheel, real_python, index_args)
+        freed = prune(venv)
+        print(f"pruned Qt's developer tools: {freed / 2**20:.1f} MiB", file=sys.stderr)
+        relocate(stage, venv)
+        bindir = stage / "usr" / "bin"
+        bindir.mkdir(parents=True)
+        (bindir / "volee").symlink_to(PREFIX / "bin" / "volee")
+        desktop_files(stage)
+        doc = stage / "usr" / "share" / "doc" / PACKAGE
+        doc.mkdir(parents=True)
+        shutil.copy2(HERE / "copyright", doc / "copyright")
+        for path in stage.rglob("*"):
+            if not path.is_symlink():
+                path.chmod(0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
+        size = sum(p.lstat().st_size for p in stage.rglob("*"))
+        meta = stage / "DEBIAN"
+        meta.mkdir()
+        (meta / "control").write_text(control(version, python_xy, (size + 1023) // 1024, arch))
+        (meta / "md5sums").write_text(md5sums(stage))
+        (meta / "postrm").write_text(POSTRM)
+        (meta / "postrm").chmod(0o755)
+        out.mkdir(parents=True, exist_ok=True)
+        target = out / f"{PACKAGE}_{version}_{arch}.deb"
+        run(
+            [
+                "dpkg-deb",
+                "--root-owner-group",
+                f"-Z{compression}",
+                *(["-z9"] if compression == "zstd" else []),
+                "--build",
+                str(stage),
+                str(target),
+            ]
+        )
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("wheel", type=Path, help="volee's wheel (scripts/dev package builds it)")
+    parser.add_argument("--out", type=Path, default=ROOT / "dist", help="where the .deb goes")
+    parser.add_argument(
+        "--python", default="/usr/bin/python3", help="the system interpreter the venv runs on"
+    )
+    parser.add_argument(
+        "--compression",
+        default="zstd",
+        choices=["xz", "gzip", "zstd", "none"],
+        help="dpkg-deb -Z (zstd: 68 MB in 4 s; xz: 55 MB in 2 min; dpkg >= 1.21.18 reads zstd)",
+    )
+    parser.add_argument(
+        "--pip-arg",
+        action="append",
+        default=[],
+        dest="index_args",
+        help="passed to pip install (e.g. --pip-arg=--no-index --pip-arg=--find-links=DIR)",
+    )
+    args = parser.parse_args(argv)
+    target = build(
+        args.wheel.resolve(), args.out.resolve(), args.python, args.compression, args.index_args
+    )
+    print(target)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,305 @@
+"""The .deb, built as `scripts/dev package` builds it, installed with dpkg on this machine, removed.
+
+What a person gets from it: `volee` on the PATH (the installed one, not this checkout's),
+a daemon that runs a generic agent in a host on the packaged interpreter (``-I -S``), the tray
+app's icon in a real XEmbed tray (trayer under Xvfb), also when trayer starts ten seconds after
+the app, a menu entry and hicolor icons, no login item; then ``dpkg -r`` leaves nothing behind.
+
+It needs root (dpkg) and takes about a minute: marked ``deb`` and ``slow``; it runs once per
+`scripts/dev test`. Runs on one machine are serialised by a lock file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import volee_desktop
+from tests.ui import desktop as dt
+from tests.ui import procs
+from volee_desktop import datafiles
+from volee_desktop.app.desktopentry import PNG_SIZES
+
+pytestmark = [pytest.mark.deb, pytest.mark.slow, pytest.mark.timeout(900)]
+
+ROOT = datafiles.CHECKOUT
+ARTIFACTS = ROOT / "test-artifacts"
+PACKAGE = "volee-desktop"
+PREFIX = Path("/opt/volee")
+LOCK = Path("/tmp/volee-deb-test.lock")
+sys.path.insert(0, str(ROOT / "installers" / "debian"))
+import build_deb  # noqa: E402
+
+
+def _why_not() -> str | None:
+    if sys.platform != "linux" or shutil.which("dpkg-deb") is None:
+        return "needs Debian's dpkg"
+    if os.geteuid() != 0:
+        return "installs with dpkg -i: needs root (CI runs as root)"
+    if not Path("/usr/bin/python3").exists():
+        return "the package runs on the system Python, /usr/bin/python3"
+    return None
+
+
+def run(argv: list[str], env: dict[str, str] | None = None, timeout: float = 600) -> str:
+    # From /: a `python -c` from the checkout would import the checkout's code.
+    done = subprocess.run(
+        argv, env=env, cwd="/", capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, f"{argv} exited {done.returncode}:\n{done.stdout}{done.stderr}"
+    return done.stdout
+
+
+def known() -> bool:
+    """dpkg still has a record of it (installed, or removed with its postrm kept)."""
+    done = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Status}", PACKAGE], capture_output=True, text=True, check=False
+    )
+    return done.returncode == 0 and "not-installed" not in done.stdout
+
+
+def installed() -> bool:
+    done = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Status}", PACKAGE], capture_output=True, text=True, check=False
+    )
+    return "install ok installed" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The sdist, the wheel built from it, and the .deb built from the wheel."""
+    why = _why_not()
+    if why:
+        pytest.skip(why)
+    out = tmp_path_factory.mktemp("dist")
+    run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)])
+    (sdist,) = out.glob("volee_desktop-*.tar.gz")
+    (wheel,) = out.glob("volee_desktop-*.whl")
+    deb = build_deb.build(wheel, out, "/usr/bin/python3", "zstd", [])
+    return {"sdist": sdist, "wheel": wheel, "deb": deb}
+
+
+@pytest.fixture(scope="module")
+def deb(built: dict[str, Path]) -> Iterator[dict[str, object]]:
+    """The package installed with dpkg -i for the module; removed (and checked) after."""
+    LOCK.touch()
+    with LOCK.open() as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if installed() or PREFIX.exists():
+            pytest.skip(f"{PACKAGE} or {PREFIX} is already on this machine: not touching it")
+        before = {p for p in Path("/usr/share/icons/hicolor").rglob("*")}
+        try:
+            run(["dpkg", "-i", str(built["deb"])])
+            files = run(["dpkg-query", "-L", PACKAGE]).splitlines()
+            yield {"files": files, "before": before}
+        finally:
+            _end_installed_processes()
+            if known():
+                run(["dpkg", "--purge", PACKAGE])
+
+
+def _end_installed_processes() -> None:
+    import psutil
+
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = proc.info["cmdline"] or []
+        if any(str(PREFIX) in part for part in cmdline[:2]):
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+
+
+def clean_env(home: Path, **extra: str) -> dict[str, str]:
+    """What a desktop session gives a program: no venv, no checkout on any path."""
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(home / "home"),
+        "VOLEE_HOME": str(home),
+        "LANG": "C.UTF-8",
+    }
+    (home / "home").mkdir(parents=True, exist_ok=True)
+    env.update(extra)
+    return env
+
+
+def test_the_package_installs_volee_on_the_path_with_a_menu_entry_and_no_login_item(
+    deb: dict[str, object], tmp_path: Path
+) -> None:
+    files = deb["files"]
+    assert isinstance(files, list)
+    assert shutil.which("volee", path="/usr/bin") == "/usr/bin/volee"
+    out = run(["volee", "--version"], env=clean_env(tmp_path))
+    assert out.strip() == f"volee {volee_desktop.__version__}"
+    assert "/usr/share/applications/volee.desktop" in files
+    entry = Path("/usr/share/applications/volee.desktop").read_text()
+    assert "Exec=volee\n" in entry
+    assert "Icon=volee\n" in entry
+    if shutil.which("desktop-file-validate"):
+        run(["desktop-file-validate", "/usr/share/applications/volee.desktop"])
+    assert "/usr/share/icons/hicolor/scalable/apps/volee.svg" in files
+    for size in PNG_SIZES:
+        png = Path(f"/usr/share/icons/hicolor/{size}x{size}/apps/volee.png")
+        assert str(png) in files
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert _png_size(png) == (size, size)
+    # Never a login item (ADR 0024): nothing in the autostart folders or the service managers.
+    login = re.compile(r"^/(etc/xdg/autostart|etc/systemd|usr/lib/systemd|lib/systemd)/")
+    assert not [f for f in files if login.match(f)]
+    assert not list(Path("/etc/xdg/autostart").glob("volee*"))
+    # The installed code is the package's own, not this checkout's.
+    probe = run(
+        ["/opt/volee/bin/python", "-c", "import volee_desktop; print(volee_desktop.__file__)"],
+        env=clean_env(tmp_path),
+    )
+    assert probe.startswith("/opt/volee/lib/python3"), probe
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_the_installed_daemon_runs_a_generic_agent_in_a_host_on_the_packaged_python(
+    deb: dict[str, object], tmp_path: Path
+) -> None:
+    env = clean_env(tmp_path)
+    try:
+        spawned = json.loads(
+            run(
+                [
+                    *("volee", "spawn", "--harness", "generic", "--name", "sleeper", "--json"),
+                    *("--", "sleep", "300"),
+                ],
+                env=env,
+                timeout=60,
+            )
+        )
+        assert spawned["state"] == "working"
+        assert spawned["location"] == "host"
+        listed = json.loads(run(["volee", "ls", "--json"], env=env))
+        assert [a["name"] for a in listed] == ["sleeper"]
+        status = run(["volee", "daemon", "status"], env=env)
+        assert f"volee daemon {volee_desktop.__version__}: running" in status
+        import psutil
+
+        hosts = [
+            p.info["cmdline"]
+            for p in psutil.process_iter(["cmdline"])
+            if (p.info["cmdline"] or [])[:3] == ["/opt/volee/bin/python", "-I", "-S"]
+        ]
+        assert hosts, "no host runs on the packaged interpreter with -I -S"
+        stopped = run(["volee", "stop", "sleeper"], env=env)
+        assert "stopped" in stopped
+    finally:
+        subprocess.run(
+            ["volee", "daemon", "stop"], env=env, cwd="/", capture_output=True, timeout=60
+        )
+
+
+def _app(desktop: dt.Desktop, home: Path) -> procs.Proc:
+    env = clean_env(home, VOLEE_LOG="INFO")
+    for name in ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "QT_QPA_PLATFORM", "XDG_RUNTIME_DIR"):
+        env[name] = desktop.env[name]
+    return procs.Proc(["volee"], env, cwd=Path("/"))
+
+
+def _quit(app: procs.Proc) -> None:
+    """SIGTERM, as a session's logout sends it: the app quits on its own."""
+    if app.popen.poll() is None:
+        os.killpg(app.popen.pid, signal.SIGTERM)
+        try:
+            app.popen.wait(30)
+        except subprocess.TimeoutExpired:
+            pass
+    app.kill()
+
+
+def _icon_drawn(desktop: dt.Desktop, shot: Path) -> None:
+    icon = dt.poll("the installed app's icon in the tray", desktop.tray_icon, timeout=30)
+    assert isinstance(icon, tuple)
+    x, y, w, h = icon
+    assert w >= 16
+    assert h >= 16
+    desktop.screenshot(shot)
+    from PySide6.QtGui import QImage
+
+    image = QImage(str(shot))
+    colours = {image.pixel(x + i, y + j) for i in range(w) for j in range(h)}
+    assert len(colours) > 8, "the tray icon area is blank"
+
+
+def test_the_installed_tray_app_shows_its_icon_under_xvfb_with_trayer(
+    deb: dict[str, object], tmp_path: Path
+) -> None:
+    if dt.missing():
+        pytest.skip(f"needs {', '.join(dt.missing())}")
+    desktop = dt.Desktop()
+    try:
+        app = _app(desktop, tmp_path)
+        try:
+            app.wait_line(r"connected to the volee daemon", timeout=60)
+            _icon_drawn(desktop, ARTIFACTS / "deb-tray.png")
+        finally:
+            _quit(app)
+    finally:
+        desktop.close()
+
+
+def test_the_installed_tray_app_moves_into_trayer_started_ten_seconds_after_it(
+    deb: dict[str, object], tmp_path: Path
+) -> None:
+    if dt.missing():
+        pytest.skip(f"needs {', '.join(dt.missing())}")
+    desktop = dt.Desktop(tray=False)
+    try:
+        app = _app(desktop, tmp_path)
+        try:
+            app.wait_line(r"no system tray yet: watching for one", timeout=60)
+            # The login race as it happens: the panel comes up well after the app.
+            time.sleep(10)
+            assert desktop.tray_icon() is None
+            desktop.start_trayer()
+            app.wait_line(r"moved into the system tray", timeout=30)
+            _icon_drawn(desktop, ARTIFACTS / "deb-tray-late.png")
+        finally:
+            _quit(app)
+    finally:
+        desktop.close()
+
+
+def test_removing_the_package_leaves_nothing(
+    built: dict[str, Path], deb: dict[str, object]
+) -> None:
+    # Last in the module: remove it here (the fixture's removal then has nothing to do).
+    files = deb["files"]
+    before = deb["before"]
+    assert isinstance(files, list)
+    assert isinstance(before, set)
+    # Run the installed Python once more so it writes what it writes at run time.
+    run(["/opt/volee/bin/python", "-c", "import volee_desktop.cli.commands"])
+    _end_installed_processes()
+    run(["dpkg", "-r", PACKAGE])
+    assert not installed()
+    assert not PREFIX.exists()
+    assert not Path("/usr/bin/volee").exists()
+    assert not Path("/usr/share/applications/volee.desktop").exists()
+    left = [f for f in files if Path(f).exists() and not Path(f).is_dir()]
+    assert not left, left
+    after = {p for p in Path("/usr/share/icons/hicolor").rglob("*")}
+    assert not [p for p in after - before if p.name != "icon-theme.cache"]
+    assert not Path("/usr/share/doc/volee-desktop").exists()
+    # dpkg keeps the postrm until a purge (state "rc"): purge leaves no record at all.
+    run(["dpkg", "--purge", PACKAGE])
+    assert not known()
