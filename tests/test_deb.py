@@ -232,12 +232,15 @@ def _icon_drawn(desktop: dt.Desktop, shot: Path) -> None:
     x, y, w, h = icon
     assert w >= 16
     assert h >= 16
-    desktop.screenshot(shot)
     from PySide6.QtGui import QImage
 
-    image = QImage(str(shot))
-    colours = {image.pixel(x + i, y + j) for i in range(w) for j in range(h)}
-    assert len(colours) > 8, "the tray icon area is blank"
+    def drawn() -> bool:
+        # Embedded first, painted a moment later: look again until the pixels are there.
+        image = QImage(str(desktop.screenshot(shot)))
+        colours = {image.pixel(x + i, y + j) for i in range(w) for j in range(h)}
+        return len(colours) > 8
+
+    dt.poll("the tray icon drawn (not the panel's flat tint)", drawn, timeout=30)
 
 
 def test_the_installed_tray_app_shows_its_icon_under_xvfb_with_trayer(
@@ -288,7 +291,7 @@ def test_removing_the_package_leaves_nothing(
     assert isinstance(files, list)
     assert isinstance(before, set)
     # Run the installed Python once more so it writes what it writes at run time.
-    run(["/opt/volee/bin/python", "-c", "import volee_desktop.cli.commands"])
+    run(["/opt/volee/bin/python", "-c", "import volee_desktop.cli.main"])
     _end_installed_processes()
     run(["dpkg", "-r", PACKAGE])
     assert not installed()

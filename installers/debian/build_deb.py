@@ -186,10 +186,15 @@ def relocate(stage: Path, venv: Path) -> None:
 
 
 def desktop_files(stage: Path) -> None:
-    sys.path.insert(0, str(ROOT))
-    from volee_desktop.app import desktopentry
-
-    desktopentry.write(desktopentry.Layout(stage / "usr" / "share"), executable=None)
+    """The menu entry and the icons under /usr/share (rendered in a child: Qt stays out of here)."""
+    render = (
+        "import sys; from pathlib import Path; from volee_desktop.app import desktopentry as d; "
+        "d.write(d.Layout(Path(sys.argv[1])), executable=None)"
+    )
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    subprocess.run(
+        [sys.executable, "-c", render, str(stage / "usr" / "share")], cwd=ROOT, env=env, check=True
+    )
 
 
 def control(version: str, python_xy: str, installed_kib: int, arch: str) -> str:

@@ -109,10 +109,11 @@ def render_pngs(svg: Path, sizes: tuple[int, ...] = PNG_SIZES) -> dict[int, byte
     """The SVG rendered as square PNGs (Qt, offscreen when there is no application yet)."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt
-    from PySide6.QtGui import QGuiApplication, QImage, QPainter
+    from PySide6.QtGui import QImage, QPainter
     from PySide6.QtSvg import QSvgRenderer
+    from PySide6.QtWidgets import QApplication
 
-    _app = QGuiApplication.instance() or QGuiApplication([])
+    _app = QApplication.instance() or QApplication(["volee"])
     renderer = QSvgRenderer(str(svg))
     if not renderer.isValid():
         raise DesktopEntryError(f"cannot read the icon {svg}")
