@@ -122,6 +122,10 @@ def cmd_daemon_status(args: argparse.Namespace) -> int:
     )
     if status.get("broken"):
         print(f"  BROKEN     {status['broken']}")
+    if status.get("failing"):
+        print(f"  NOT WRITING {status['failing']}")
+    for agent, why in status.get("suspect_hosts", {}).items():
+        print(f"  suspect host record of {agent} (set aside, not adopted): {why}")
     for problem in status.get("config_problems", []):
         print(f"  config: {problem} (default used)")
     for name, part in status.get("extra", {}).items():

@@ -286,6 +286,18 @@ class HostAdopted(AgentEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class HostSuspect(AgentEvent):
+    """The agent's host record points at a process that is not its host (another program, or
+    a volee host of another agent, or one that does not answer for it): it was set aside,
+    and that process was neither signalled nor talked to (docs/faults.md)."""
+
+    TYPE = "host-suspect"
+    host_pid: int
+    reason: str
+    set_aside: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ProgramExited(AgentEvent):
     """The agent's program ended: a code, or the signal that killed it (never success)."""
 
@@ -462,6 +474,7 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     RequestRefused,
     HostStarted,
     HostAdopted,
+    HostSuspect,
     ProgramExited,
     InterruptionDetected,
     RecoveryDecided,

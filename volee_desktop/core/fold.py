@@ -239,6 +239,11 @@ def _a_adopted(r: Tables, e: ev.HostAdopted) -> None:
     _put(r, _evolve(r.agents[e.agent], location=Location.HOST))
 
 
+def _a_suspect(r: Tables, e: ev.HostSuspect) -> None:
+    # Nothing of that process is the agent's: it has no known program any more.
+    _put(r, _evolve(r.agents[e.agent], pid=None))
+
+
 def _a_exited(r: Tables, e: ev.ProgramExited) -> None:
     _put(r, _evolve(r.agents[e.agent], pid=None))
 
@@ -380,6 +385,7 @@ APPLIERS: dict[type, Callable[[Tables, Any], None]] = {
     ev.RequestRefused: _a_audit,
     ev.HostStarted: _a_host_started,
     ev.HostAdopted: _a_adopted,
+    ev.HostSuspect: _a_suspect,
     ev.ProgramExited: _a_exited,
     ev.InterruptionDetected: _a_interrupted,
     ev.RecoveryDecided: _a_decided,

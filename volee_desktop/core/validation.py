@@ -281,6 +281,7 @@ VALIDATORS: dict[type, Callable[[Tables, Any], str | None]] = {
     ev.RequestRefused: _v_ok,
     ev.HostStarted: _v_ok,
     ev.HostAdopted: _v_ok,
+    ev.HostSuspect: _v_ok,
     ev.ProgramExited: _v_ok,
     ev.InterruptionDetected: _v_ok,
     ev.RecoveryDecided: _v_ok,

@@ -10,6 +10,7 @@ after an end (restart, interruption) is the decision of the end policy it is bui
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import os
@@ -26,7 +27,7 @@ from ..core.states import AgentState
 from ..harness.base import Error as HarnessError
 from ..harness.base import LaunchContext, LaunchPlan, ModeCheck, Profile
 from ..harness.versions import Prober, show
-from ..hosts import wire
+from ..hosts import recordio, wire
 from ..hosts.errors import Error as HostsError
 from ..hosts.launcher import HostClient, launch_host
 from ..hosts.records import HostRecord, host_alive, read_record, record_path
@@ -81,6 +82,8 @@ class AgentHosts:
         }
         self._starting: set[str] = set()
         self.prober = Prober()
+        # Agents whose host record was suspect at start (agent id -> why), for the status.
+        self.suspects: dict[str, str] = {}
 
     # --- paths -----------------------------------------------------------------------------
 
@@ -253,7 +256,7 @@ class AgentHosts:
         task.add_done_callback(done)
 
     async def _watch(self, agent_id: str, host: HostRecord) -> None:
-        path = host.socket or str(self.socket_of(agent_id))
+        path = str(self.socket_of(agent_id))  # never the record's word (docs/faults.md)
         ended = False
         try:
             reader, writer = await asyncio.open_unix_connection(path)
@@ -302,7 +305,12 @@ class AgentHosts:
     # --- start-up --------------------------------------------------------------------------
 
     async def adopt_live_hosts(self) -> list[tuple[Agent, HostRecord]]:
-        """Re-adopt every live host; return the agents whose host is gone without an exit."""
+        """Re-adopt every live host; return the agents whose host is gone without an exit.
+
+        A live process is adopted only when it is volee's host for that agent (``identify``);
+        otherwise its record is suspect: set aside, said in the timeline and the agent's
+        detail, and the process is never signalled nor talked to.
+        """
         gone: list[tuple[Agent, HostRecord]] = []
         registry = self.service.current()
         if not self.hosts_dir.is_dir():
@@ -311,10 +319,14 @@ class AgentHosts:
             record = await asyncio.to_thread(read_quietly, path)
             if record is None:
                 continue
-            agent = registry.agents.get(record.agent)
+            agent = registry.agents.get(path.stem) or registry.agents.get(record.agent)
             if agent is None:
                 continue
             if host_alive(record):
+                problem = await asyncio.to_thread(self.identify, agent.id, record)
+                if problem is not None:
+                    await self.suspect(agent, record, path, problem)
+                    continue
                 if record.exit is None:
                     await self.service.commit(
                         [ev.HostAdopted(at=self.now(), agent=agent.id, host_pid=record.host_pid)]
@@ -326,6 +338,76 @@ class AgentHosts:
             elif record.program_pid is not None and record.error is None:
                 gone.append((agent, record))
         return gone
+
+    def identify(self, agent_id: str, record: HostRecord) -> str | None:
+        """None when the live process of ``record`` is volee's host for ``agent_id``; else why
+        it is not.  Checked in order, the cheap ones first: the record's own fields, the
+        process's command line, then the host's answer on volee's socket for that agent
+        (served by that very pid, as the kernel says)."""
+        expected = self.socket_of(agent_id)
+        if record.agent != agent_id:
+            return f"the record names agent {record.agent!r}, not {agent_id}"
+        if record.socket and Path(record.socket) != expected:
+            return f"its socket field points at {record.socket}, not at {expected}"
+        argv = recordio.command_line(record.host_pid)
+        if argv is not None and not is_host_command(argv, agent_id, expected):
+            shown = " ".join(argv)[:120]
+            return f"pid {record.host_pid} is not volee's host for this agent (it runs {shown!r})"
+        try:
+            reply, pid = HostClient(expected, timeout=2.0).hello()
+        except HostsError as exc:
+            return f"pid {record.host_pid} does not answer on {expected} ({exc})"
+        if pid is not None and pid != record.host_pid:
+            return f"{expected} is served by pid {pid}, not by pid {record.host_pid}"
+        if reply.get("ok") and reply.get("agent") != agent_id:
+            return f"the host on {expected} serves agent {reply.get('agent')!r}"
+        if not reply.get("ok") and pid is None:
+            return f"the host on {expected} does not say whose it is ({reply.get('error')})"
+        return None
+
+    async def suspect(self, agent: Agent, record: HostRecord, path: Path, problem: str) -> None:
+        """Set a lying record aside and say so; the process it names is left alone."""
+        aside = path.with_name(f"{path.name}.suspect-{time.time_ns()}")
+        try:
+            await asyncio.to_thread(os.replace, path, aside)
+        except OSError as exc:
+            log.error("could not set the suspect host record %s aside: %s", path, exc)
+            aside = path
+        log.warning("host record %s is suspect, not adopted: %s", path, problem)
+        self.suspects[agent.id] = problem
+        at = self.now()
+        events: list[ev.Event] = [
+            ev.HostSuspect(
+                at=at,
+                agent=agent.id,
+                host_pid=record.host_pid,
+                reason=problem,
+                set_aside=str(aside),
+            )
+        ]
+        if agent.state is not AgentState.STOPPED or agent.pid is not None:
+            events.append(
+                ev.StateChanged(
+                    at=at,
+                    agent=agent.id,
+                    state=AgentState.STOPPED,
+                    detail=(
+                        f"its host record was suspect ({problem}); nothing was signalled. "
+                        f"`volee resume {agent.name}` starts it again"
+                    ),
+                )
+            )
+        await self.service.commit(events)
+
+
+def is_host_command(argv: list[str], agent_id: str, socket_path: Path) -> bool:
+    """Whether ``argv`` is volee's host for ``agent_id`` serving ``socket_path``."""
+    pairs = dict(itertools.pairwise(argv))
+    return (
+        any("volee_desktop" in arg for arg in argv)
+        and pairs.get("--agent") == agent_id
+        and pairs.get("--socket") == str(socket_path)
+    )
 
 
 def type_keys(client: HostClient, keys: bytes) -> None:
@@ -343,7 +425,7 @@ def type_keys(client: HostClient, keys: bytes) -> None:
 def _end_linger(record: HostRecord, path: Path, timeout: float = 5.0) -> bool:
     """Ask a host whose program has ended to exit now; True once it is gone."""
     try:
-        HostClient(record.socket or path, timeout=2.0).close()
+        HostClient(path, timeout=2.0).close()
     except (HostsError, OSError) as exc:
         log.info("host %d would not close (%s); waiting for its linger", record.host_pid, exc)
     deadline = time.monotonic() + timeout

@@ -195,7 +195,7 @@ class AgentsRunner(AgentHosts):
         record = await asyncio.to_thread(read_quietly, self.record_of(agent_id))
         resumed = False
         if record is not None and record.exit is None and host_alive(record):
-            client = HostClient(record.socket or self.socket_of(agent_id))
+            client = HostClient(self.socket_of(agent_id))
             answer = self._answer(agent, text)
             message = self.service.current().messages.get(message_id or "")
             if answer is not None and message is not None and message.sender != HUMAN:
@@ -345,7 +345,7 @@ class AgentsRunner(AgentHosts):
         await self.service.commit(events)
         record = await asyncio.to_thread(read_quietly, self.record_of(agent.id))
         if record is not None and record.exit is None and host_alive(record):
-            client = HostClient(record.socket or self.socket_of(agent.id), timeout=15.0)
+            client = HostClient(self.socket_of(agent.id), timeout=15.0)
             await asyncio.to_thread(client.stop, 5.0)
             watcher = self.watchers.get(agent.id)
             if watcher is not None:
@@ -397,7 +397,7 @@ class AgentsRunner(AgentHosts):
         record = await asyncio.to_thread(read_quietly, self.record_of(agent.id))
         if record is None or not host_alive(record):
             raise NotFound(f"agent {agent.name} has no running host; its output is gone")
-        client = HostClient(record.socket or self.socket_of(agent.id))
+        client = HostClient(self.socket_of(agent.id))
         text = await asyncio.to_thread(client.screen, lines)
         return {"text": text}
 
@@ -448,7 +448,7 @@ class AgentsRunner(AgentHosts):
                 ]
             )
         return {
-            "socket": record.socket or str(self.socket_of(agent.id)),
+            "socket": str(self.socket_of(agent.id)),
             "agent": agent.id,
             "name": agent.name,
         }

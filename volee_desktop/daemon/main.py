@@ -273,6 +273,8 @@ class Daemon:
             "hooks_accepted": self.intake.accepted,
             "hooks_rejected": self.intake.rejected_count,
             "broken": self.service.broken,
+            "failing": self.service.failing,
+            "suspect_hosts": dict(self.agents.suspects),
             "config_problems": self.facts.config_problems,
             "extra": self.status_board.read(),
         }

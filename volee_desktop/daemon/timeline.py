@@ -43,6 +43,12 @@ def describe(event: ev.Event, name_of: Callable[[str], str | None] = lambda _i: 
             return f"host {auto}started ({event.how}, pid {event.program_pid}){why}"
         case ev.HostAdopted():
             return f"host {event.host_pid} re-adopted after a daemon start"
+        case ev.HostSuspect():
+            aside = f" (record kept as {event.set_aside})" if event.set_aside else ""
+            return (
+                f"host record suspect, not adopted: {event.reason}; pid {event.host_pid} was "
+                f"neither signalled nor talked to{aside}"
+            )
         case ev.ProgramExited():
             return f"program {event.description}" + (" during a turn" if event.during_turn else "")
         case ev.InterruptionDetected():

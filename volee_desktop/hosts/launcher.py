@@ -301,6 +301,19 @@ class HostStream:
         self.close()
 
 
+def _peer_pid(sock: socket.socket) -> int | None:
+    """The pid at the other end of a connected Unix socket (Linux SO_PEERCRED), else None."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, option, 12)
+    except OSError:
+        return None
+    pid = int.from_bytes(raw[0:4], sys.byteorder, signed=True)
+    return pid or None
+
+
 class HostClient:
     """Blocking requests to one host's socket; each request uses its own connection."""
 
@@ -345,6 +358,21 @@ class HostClient:
             for kind, payload in reader.feed(data):
                 if kind == wire.JSON:
                     return wire.decode_json(payload)
+
+    def hello(self) -> tuple[dict[str, Any], int | None]:
+        """Ask whose host this is; returns the reply and the pid that serves the socket (as
+        the kernel says, None where it does not).  A host older than ``hello`` answers
+        ``ok: false`` (unknown request)."""
+        sock = self._connect(self.timeout)
+        try:
+            pid = _peer_pid(sock)
+            sock.sendall(wire.json_frame({"op": "hello"}))
+            reply = self._read_reply(sock, wire.FrameReader())
+        except (OSError, wire.FrameError) as exc:
+            raise HostError(f"host at {self.socket_path} failed on 'hello': {exc}") from exc
+        finally:
+            sock.close()
+        return reply, pid
 
     def send_text(self, text: str, enter: bool = True) -> None:
         """Type ``text`` as one paste (if the program asked for bracketed paste), then Enter."""

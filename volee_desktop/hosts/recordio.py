@@ -101,6 +101,16 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
+def command_line(pid: int) -> list[str] | None:
+    """The arguments process ``pid`` runs with (Linux ``/proc``), or None if unknown."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    return [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
+
+
 def is_zombie(pid: int) -> bool:
     """True when ``pid`` has ended but was not reaped yet (Linux only; False elsewhere)."""
     fields = _stat_fields(pid)

@@ -7,6 +7,7 @@ request.  Stdlib only and imported by every host: keep it lean (see ``host``'s d
 from __future__ import annotations
 
 import fcntl
+import os
 import signal
 import socket
 import struct
@@ -57,6 +58,7 @@ class Requests:
     clients: dict[int, _Client]
     stop_requested: bool
     stop_waiters: list[_Client]
+    agent: str
     sends: list[tuple[_Client, bytes, bool]]
     send_busy: bool
     done: bool
@@ -81,6 +83,10 @@ class Requests:
             handler(client, req)
         except (TypeError, ValueError, KeyError) as exc:
             self._reply(client, {"ok": False, "error": f"bad {op} request: {exc}"})
+
+    def _op_hello(self, client: _Client, req: dict[str, object]) -> None:
+        """Say whose host this is: the daemon adopts a host only once it answered so."""
+        self._reply(client, {"ok": True, "agent": self.agent, "pid": os.getpid()})
 
     def _op_watch(self, client: _Client, req: dict[str, object]) -> None:
         """Hear of the program's end (no output): how the daemon learns of an exit at once."""
