@@ -258,3 +258,29 @@ async def test_claude_missing_means_no_loop_and_an_immediate_answer() -> None:
     )
 
     assert await discovery.refresh() == {"listed": False, "reason": "Claude Code not found"}
+
+
+async def test_the_daemon_lists_with_the_lister_and_waits_on_the_clock_it_is_built_with() -> None:
+    from volee_desktop.daemon.main import Daemon
+    from volee_desktop.paths import dirs
+
+    clock = FakeClock(start=time.time())
+    lister = FakeLister(clock, [listing(1)])
+    daemon = await Daemon.start(dirs(), clock=clock, lister=lister)
+    try:
+        await until(lambda: daemon.service.registry.agents, "the first listing's agent")
+        assert lister.calls == [clock.now()]  # the daemon's listing, on its clock
+        (agent,) = daemon.service.registry.agents.values()
+        assert agent.session == session(1).session
+        # Nobody watches: the next listing waits the idle interval of the config, 30 s.
+        await until(lambda: 30.0 in clock.sleeping(), "the idle wait on the fake clock")
+        clock.advance(29.0)
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert len(lister.calls) == 1
+        clock.advance(1.0)
+        await until(lambda: len(lister.calls) == 2, "the listing 30 s later")
+        status = daemon.discovery.status()
+        assert (status["state"], status["listings"]) == ("on", 2)
+    finally:
+        await daemon.close()
