@@ -23,6 +23,7 @@ from volee_desktop.core.states import AgentState
 from .agent_window import AgentWindow
 from .attention import answer_call, choice_label, is_answer
 from .errors import LinkError
+from .focus import Focused, bring_forward, where
 from .link import DaemonLink
 from .looking import Looking
 from .tasks import Tasks
@@ -71,6 +72,7 @@ class AgentActions:
         opened: Callable[[str, str], None],
         called: Callable[[str], None],
         before_window: Callable[[], None],
+        focus: Callable[[int | None], Focused] = bring_forward,
     ) -> None:
         self.registry = registry
         self.link = link
@@ -87,6 +89,7 @@ class AgentActions:
         self.opened = opened
         self.called = called
         self.before_window = before_window
+        self.focus = focus
         self._fetching: set[str] = set()
         self._screen_method = "agents.output"
         self.windows: dict[str, AgentWindow] = {}
@@ -129,6 +132,22 @@ class AgentActions:
                 log.info("opened agent %s in a terminal: %s", agent_id, " ".join(argv))
                 self.opened(agent_id, Action.TERMINAL)
                 return
+        if agent is not None and agent.live and agent.location is Location.TERMINAL:
+            # Started in the person's own terminal: bring that one forward, or say where.
+            found = self.focus(agent.pid)
+            if found.how is not None:
+                log.info("brought agent %s forward: %s", agent_id, found.text)
+                self.opened(agent_id, "forward")
+                return
+            place = where(agent.pid, agent.worktree or agent.cwd)
+            log.info("agent %s runs in its own terminal (%s): %s", agent_id, found.text, place)
+            self.show_error(
+                f"{agent.name} runs in your own terminal",
+                f"volee could not bring it forward ({found.text}). It runs as {place}. "
+                "Answer it from the list or its notification, or switch to that terminal.",
+            )
+            self.opened(agent_id, "where")
+            return
         self.show_output(agent_id)
 
     def open_terminal(self, agent_id: str) -> None:

@@ -32,6 +32,7 @@ from .attention import (
     awaiting_missions,
 )
 from .errors import LinkError
+from .focus import Focused, bring_forward
 from .icons import IconCache, Svgs
 from .link import DaemonLink
 from .live import Change, Connection, LiveRegistry
@@ -78,6 +79,7 @@ class AppOptions:
     use_tray: bool | None = None  # None: when the system has a tray (and watch for one)
     tray_watcher: Callable[[QObject], TrayWatcher] | None = None  # None: the real one
     screen_lines: int = 200
+    focus: Callable[[int | None], Focused] = bring_forward  # Open on an agent in its own terminal
 
 
 class AppController(QObject):
@@ -128,6 +130,7 @@ class AppController(QObject):
             opened=self.opened.emit,
             called=self.called.emit,
             before_window=self._before_window,
+            focus=options.focus,
         )
         self.windows = self.actions.windows
         self.panel.closed.connect(self._list_window_closed)
