@@ -18,7 +18,6 @@ someone decides otherwise.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,6 +27,7 @@ from ..core.model import HUMAN, VOLEE, Agent, Role
 from ..core.registry import Registry
 from ..core.validation import coordinates
 from ..ipc.caller import Caller
+from .clock import Clock
 from .errors import Ambiguous, Forbidden, NotFound, Refused
 from .views import resolve_agent, resolve_mission
 
@@ -299,9 +299,7 @@ class Audit:
     logged but recorded once, so that a loop cannot fill the log.
     """
 
-    def __init__(
-        self, service: Service, clock: Callable[[], float] = time.monotonic, window: float = 30.0
-    ) -> None:
+    def __init__(self, service: Service, clock: Clock, window: float = 30.0) -> None:
         self.service = service
         self.clock = clock
         self.window = window
@@ -317,14 +315,14 @@ class Audit:
         if caller.agent is None:
             return
         key = (caller.agent, method, reason)
-        now = self.clock()
+        now = self.clock.now()
         last = self._last.get(key)
         if last is not None and now - last < self.window:
             return
         if len(self._last) > 1000:
             self._last = {k: t for k, t in self._last.items() if now - t < self.window}
         self._last[key] = now
-        event = ev.RequestRefused(at=time.time(), agent=caller.agent, method=method, reason=reason)
+        event = ev.RequestRefused(at=now, agent=caller.agent, method=method, reason=reason)
         try:
             await self.service.commit([event])
         except Refused as exc:  # a forgotten agent: the log line above is all there is

@@ -102,7 +102,7 @@ class Daemon:
 
         methods = MethodTable(f"this daemon ({__version__})")
         # Every request of an agent passes the rules of access.py; refusals are audited.
-        self.audit = Audit(service)
+        self.audit = Audit(service, clock)
         self.api = Api(methods, service, self.audit)
         self.status_board = StatusBoard()
         self.closing = CloseHooks()
