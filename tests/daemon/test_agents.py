@@ -182,48 +182,194 @@ async def test_spawn_works_then_is_done(rig: Rig) -> None:
     assert states == [AgentState.IDLE, AgentState.WORKING, AgentState.DONE]
 
 
-async def test_permission_is_needs_input_until_answered(rig: Rig) -> None:
-    view = await rig.spawn("ASK: echo yes > asked.txt")
+async def asking(rig: Rig, command: str = "echo yes > asked.txt") -> dict[str, Any]:
+    """An agent whose permission dialog for ``command`` is open and drawn."""
+    view = await rig.spawn(f"ASK: {command}")
     await rig.wait_state(view["id"], AgentState.NEEDS_INPUT, "permission for Bash")
-    assert not (rig.project / "asked.txt").exists()
-
-    result = await rig.call("agents.send", agent=view["name"], text="y")
-
-    assert result["resumed"] is False
-    await rig.wait_state(view["id"], AgentState.DONE)
-    assert (rig.project / "asked.txt").read_text() == "yes\n"
-    states = [e.state for e in rig.events(view["id"]) if isinstance(e, ev.StateChanged)]
-    assert states[-3:] == [AgentState.NEEDS_INPUT, AgentState.WORKING, AgentState.DONE]
-
-
-async def test_no_refuses_the_permission_without_running_the_tool(rig: Rig) -> None:
-    view = await rig.spawn("ASK: echo yes > asked.txt")
-    await rig.wait_state(view["id"], AgentState.NEEDS_INPUT, "permission for Bash")
-
-    await rig.call("agents.send", agent=view["id"], text="no")
-
-    agent = await rig.wait_state(view["id"], AgentState.IDLE, "you refused the permission")
-    assert not (rig.project / "asked.txt").exists()
-    # Still alive and listening: the next message is a new task.
-    await rig.call("agents.send", agent=agent.id, text="RUN: echo next > next.txt")
-    await rig.wait_state(agent.id, AgentState.DONE)
-    assert not (rig.project / "asked.txt").exists()
-    assert (rig.project / "next.txt").read_text() == "next\n"
-
-
-async def test_other_words_refuse_then_say_what_to_do_instead(rig: Rig) -> None:
-    view = await rig.spawn("ASK: echo yes > asked.txt")
-    await rig.wait_state(view["id"], AgentState.NEEDS_INPUT, "permission for Bash")
-
-    await rig.call("agents.send", agent=view["id"], text="RUN: echo other > other.txt")
-
     await rig.wait(
         view["id"],
-        lambda a: a.state is AgentState.DONE and a.activity == "Bash: echo other > other.txt",
-        "the instruction given instead",
+        lambda a: a.request is not None and a.request.summary == f"Bash: {command}",
+        "the request in words",
     )
-    assert (rig.project / "other.txt").exists()
+    await rig.wait(
+        view["id"],
+        lambda _a: "Do you want to proceed?" in rig.d.agents.screens.last_text(view["id"]),
+        "the dialog drawn",
+    )
+    return view
+
+
+@pytest.fixture
+def typed(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every key volee types into an agent (answers and messages), in order."""
+    from volee_desktop.daemon import answers
+
+    keys: list[bytes] = []
+    real_keys, real_send = answers.type_keys, HostClient.send_text
+
+    def type_keys(client: HostClient, data: bytes) -> None:
+        keys.append(data)
+        real_keys(client, data)
+
+    def send_text(self: HostClient, text: str, enter: bool = True) -> None:
+        keys.append(text.encode())
+        real_send(self, text, enter)
+
+    monkeypatch.setattr(answers, "type_keys", type_keys)
+    monkeypatch.setattr(HostClient, "send_text", send_text)
+    return keys
+
+
+async def test_allow_runs_the_command_of_the_request(rig: Rig) -> None:
+    view = await asking(rig)
     assert not (rig.project / "asked.txt").exists()
+    request = rig.agent(view["id"]).request
+    assert request is not None
+
+    result = await rig.call("agents.allow", agent=view["name"], request=request.id)
+
+    assert result["answer"] == "allow"
+    assert result["summary"] == "Bash: echo yes > asked.txt"
+    agent = await rig.wait_state(view["id"], AgentState.DONE)
+    assert (rig.project / "asked.txt").read_text() == "yes\n"
+    assert agent.request is None
+    states = [e.state for e in rig.events(view["id"]) if isinstance(e, ev.StateChanged)]
+    assert states[-3:] == [AgentState.NEEDS_INPUT, AgentState.WORKING, AgentState.DONE]
+    answered = [e for e in rig.events(view["id"]) if isinstance(e, ev.RequestAnswered)]
+    assert [(e.request, e.answer, e.by) for e in answered] == [(request.id, "allow", "human")]
+
+
+async def test_an_answer_never_goes_in_twice(rig: Rig) -> None:
+    view = await asking(rig, "SLEEP: 1")
+    request = rig.agent(view["id"]).request
+    assert request is not None
+
+    first, second = await asyncio.gather(
+        rig.call("agents.allow", agent=view["id"]),
+        rig.call("agents.allow", agent=view["id"]),
+        return_exceptions=True,
+    )
+
+    outcomes = sorted([first, second], key=lambda r: isinstance(r, BaseException))
+    assert outcomes[0]["answer"] == "allow"  # type: ignore[index]
+    assert isinstance(outcomes[1], IpcError)
+    assert "already answered" in str(outcomes[1]) or "asks nothing now" in str(outcomes[1])
+    answered = [e for e in rig.events(view["id"]) if isinstance(e, ev.RequestAnswered)]
+    assert len(answered) == 1
+    # Later, once the agent moved on: refused too, saying what it is doing.
+    await rig.wait_state(view["id"], AgentState.DONE)
+    with pytest.raises(IpcError, match="asks nothing now"):
+        await rig.call("agents.allow", agent=view["id"], request=request.id)
+
+
+async def test_deny_does_not_run_it_and_the_agent_carries_on(rig: Rig) -> None:
+    view = await asking(rig)
+
+    result = await rig.call("agents.deny", agent=view["id"], reason="RUN: echo next > next.txt")
+
+    assert result["answer"] == "deny"
+    # The reason is the next message: the agent carries on with it.
+    await rig.wait(
+        view["id"],
+        lambda a: a.state is AgentState.DONE and a.activity == "Bash: echo next > next.txt",
+        "the agent to carry on with the reason",
+    )
+    assert not (rig.project / "asked.txt").exists()
+    assert (rig.project / "next.txt").read_text() == "next\n"
+    details = [e.detail for e in rig.events(view["id"]) if isinstance(e, ev.StateChanged)]
+    assert "you denied Bash: echo yes > asked.txt" in details
+
+
+async def test_deny_without_a_reason_tells_the_agent_to_carry_on(rig: Rig) -> None:
+    view = await asking(rig)
+
+    await rig.call("agents.deny", agent=view["id"])
+
+    agent = await rig.wait_state(view["id"], AgentState.DONE)
+    assert not (rig.project / "asked.txt").exists()
+    assert agent.request is None
+    screen = (await rig.call("agents.output", agent=view["id"], lines=80))["text"]
+    assert "[volee] The person denied this: Bash: echo yes > asked.txt" in screen
+
+
+async def test_send_into_an_open_approval_dialog_is_refused_and_types_nothing(
+    rig: Rig, typed: list[bytes]
+) -> None:
+    view = await asking(rig)
+
+    with pytest.raises(IpcError, match=r"waits for an approval .*use `volee allow"):
+        await rig.call("agents.send", agent=view["id"], text="y")
+
+    assert typed == []
+    assert rig.agent(view["id"]).state is AgentState.NEEDS_INPUT
+    assert not (rig.project / "asked.txt").exists()
+    assert not [e for e in rig.events(view["id"]) if isinstance(e, ev.MessagePosted)]
+
+
+async def test_an_answer_to_another_request_is_refused_and_types_nothing(
+    rig: Rig, typed: list[bytes]
+) -> None:
+    view = await asking(rig)
+
+    with pytest.raises(IpcError, match="no longer asks that; it now asks: Bash: echo yes"):
+        await rig.call("agents.allow", agent=view["id"], request="rq_0123456789abcdef")
+    done = await rig.spawn("hello")
+    await rig.wait_state(done["id"], AgentState.DONE)
+    with pytest.raises(IpcError, match=r"asks nothing now \(it is done"):
+        await rig.call("agents.allow", agent=done["id"])
+
+    assert typed == []
+    assert rig.agent(view["id"]).state is AgentState.NEEDS_INPUT
+    assert not (rig.project / "asked.txt").exists()
+
+
+async def test_a_dialog_not_on_screen_is_refused_and_nothing_is_typed(
+    rig: Rig, typed: list[bytes]
+) -> None:
+    # The registry says a permission for another command is open (a stale or wrong
+    # request): the screen shows another dialog, so nothing is typed.
+    view = await asking(rig)
+    from volee_desktop.core.requests import permission_request
+
+    other = permission_request(view["id"], time.time(), "Bash", {"command": "rm -rf /"})
+    await rig.d.service.commit(
+        [
+            ev.StateChanged(
+                at=time.time(),
+                agent=view["id"],
+                state=AgentState.NEEDS_INPUT,
+                detail="permission for Bash",
+                request=other,
+            )
+        ]
+    )
+
+    with pytest.raises(IpcError, match="nothing typed: the dialog on screen asks"):
+        await rig.call("agents.allow", agent=view["id"])
+
+    assert typed == []
+    assert not (rig.project / "asked.txt").exists()
+    assert rig.agent(view["id"]).request == other
+
+
+async def test_output_is_the_rendered_screen_and_the_last_one_is_kept(rig: Rig) -> None:
+    view = await rig.spawn("RUN: echo printed-before-the-end")
+    await rig.wait_state(view["id"], AgentState.DONE)
+    live = await rig.call("agents.output", agent=view["id"], lines=10)
+    assert live["live"] is True
+    assert "printed-before-the-end" in live["text"]
+    assert (live["rows"], live["cols"]) == (40, 120)
+
+    await rig.call("agents.send", agent=view["id"], text="CRASH")
+    await rig.wait_state(view["id"], AgentState.FAILED)
+    await rig.call("agents.stop", agent=view["id"])
+
+    # The program is gone: its last screen stays, also after a daemon restart.
+    await rig.restart()
+    kept = await rig.call("agents.output", agent=view["id"], lines=10)
+    assert kept["live"] is False
+    assert "printed-before-the-end" in kept["text"]
+    assert kept["lines"][-1].strip() != ""
 
 
 async def test_send_types_the_text_as_one_paste_then_enter(rig: Rig) -> None:

@@ -14,7 +14,8 @@ with ``session_id, transcript_path, cwd, hook_event_name, permission_mode`` plus
 event's fields, like Claude Code 2.x.  Behaviour by prompt:
 
 - ``RUN: cmd``   PreToolUse(Bash) -> runs cmd -> PostToolUse (or PostToolUseFailure) -> Stop
-- ``ASK: cmd``   PermissionRequest + Notification(permission_prompt); waits for ``y``/``yes``
+- ``ASK: cmd``   PermissionRequest + Notification(permission_prompt), then a dialog drawn
+                 like Claude Code's; waits for ``y``/``yes``
                  (runs as RUN) or anything else (denied, Stop).  In bypassPermissions it
                  runs at once.  Like Claude Code 2.1's dialog, the key ``1``/``2`` runs it at
                  once and ``3`` or Esc refuses with no hook at all (no Stop).
@@ -425,7 +426,13 @@ class Fake:
             message="Claude needs your permission",
             notification_type="permission_prompt",
         )
-        _out(f"Allow Bash: {command}? (y/n) 1. Yes 2. Yes, always 3. No   Esc to cancel ")
+        # Drawn like Claude Code 2.1's dialog (volee finds it on the rendered screen).
+        _out(
+            f"{'─' * 40}\n Bash command\n   {command}\n   run command\n"
+            " Do you want to proceed?\n ❯ 1. Yes\n"
+            f"   2. Yes, and don't ask again for {command.split()[0]} commands\n   3. No\n"
+            " Esc to cancel · Tab to amend\n"
+        )
         # Like Claude Code's dialog: a digit key picks an option at once, Esc refuses and
         # ends the turn with no hook; a typed line (y/yes + Enter) is read as before.
         try:

@@ -10,13 +10,12 @@ import pytest
 from volee_desktop.core import events as ev
 from volee_desktop.core.model import Harness, LaunchSettings, Request, RequestKind
 from volee_desktop.core.states import AgentState
-from volee_desktop.harness.base import Answer, PayloadError
+from volee_desktop.harness.base import PayloadError
 from volee_desktop.harness.claude import (
     HOOK_EVENTS,
     ClaudeProfile,
     has_conversation,
     hook_events,
-    permission_answer,
 )
 
 from .support import AT, agent, context, sample
@@ -325,38 +324,6 @@ def test_every_sample_is_understood() -> None:
     for path in sorted(SAMPLES.glob("claude-hook-*.json")):
         payload = json.loads(path.read_text())
         hook_events(agent(), payload["hook_event_name"], payload, AT)
-
-
-@pytest.mark.parametrize(
-    ("text", "answer"),
-    [
-        ("y", Answer(b"1")),
-        (" Yes. ", Answer(b"1")),
-        ("2", Answer(b"2")),
-        ("no", Answer(b"\x1b", state=AgentState.IDLE, detail="you refused the permission")),
-        (
-            "use ruff instead",
-            Answer(
-                b"\x1b",
-                then="use ruff instead",
-                state=AgentState.IDLE,
-                detail="you refused the permission",
-            ),
-        ),
-    ],
-)
-def test_replies_to_the_permission_dialog_are_keys(text: str, answer: Answer) -> None:
-    # A paste into the dialog is ignored and Enter approves: never type a reply as a message.
-    assert permission_answer(text) == answer
-
-
-def test_only_a_permission_dialog_takes_keys() -> None:
-    profile = ClaudeProfile()
-    asking = agent(state=AgentState.NEEDS_INPUT, detail="permission for Bash")
-
-    assert profile.answer(asking, "y") == Answer(b"1")
-    assert profile.answer(agent(state=AgentState.DONE), "y") is None
-    assert profile.answer(agent(state=AgentState.NEEDS_INPUT, detail="a question"), "y") is None
 
 
 SESSION_ID = "458c6f8c-9494-4e5b-9161-f890013732dc"

@@ -9,7 +9,7 @@ import tomllib
 import pytest
 
 from volee_desktop.core import events as ev
-from volee_desktop.core.model import Harness, LaunchSettings
+from volee_desktop.core.model import Harness, LaunchSettings, RequestKind
 from volee_desktop.core.states import AgentState
 from volee_desktop.harness.base import Error
 from volee_desktop.harness.codex import (
@@ -222,3 +222,21 @@ def test_every_sample_is_understood() -> None:
     for path in sorted(SAMPLES.glob("codex-hook-*.json")):
         payload = json.loads(path.read_text())
         hook_events(agent(Harness.CODEX), payload["hook_event_name"], payload, AT)
+
+
+def test_a_permission_request_carries_codexs_stated_reason() -> None:
+    payload = {
+        **sample("codex-hook-PreToolUse"),
+        "hook_event_name": "PermissionRequest",
+        "tool_name": "Bash",
+        "tool_input": {"command": "touch second.txt", "description": "I need to create it"},
+    }
+    a = agent(harness=Harness.CODEX, sessions=(payload["session_id"],))
+
+    events = hook_events(a, "PermissionRequest", payload, AT)
+    [changed] = [e for e in events if isinstance(e, ev.StateChanged) and e.request is not None]
+
+    assert changed.request is not None
+    assert changed.request.kind is RequestKind.PERMISSION
+    assert changed.request.summary == "Bash: touch second.txt"
+    assert changed.request.reason == "I need to create it"

@@ -92,6 +92,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
     rows = [("STATE", "NAME", "SINCE", "DETAIL", "ID")]
     for a in agents:
         detail = a["detail"] or a["activity"] or ""
+        request = a.get("request")
+        if request and request.get("summary"):
+            detail = f"{request['kind']}: {request['summary']}"
         marks = []
         if a.get("held") and a["held"] != detail:
             marks.append(f"held: {a['held']}")

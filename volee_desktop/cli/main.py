@@ -13,7 +13,7 @@ import sys
 
 from .. import __version__
 from ..ipc.protocol import DaemonUnavailable, IpcError
-from . import agents, daemon, desktop, missions
+from . import agents, answers, daemon, desktop, missions
 from .common import CliError
 
 
@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_dispatch_app)
     daemon.add_commands(sub)
     agents.add_commands(sub)
+    answers.add_commands(sub)
     p = sub.add_parser("hook", help="(harness hooks call this) forward a hook payload")
     p.add_argument("event", metavar="EVENT")
     missions.add_commands(sub)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from .model import Request, RequestKind
+from .model import Agent, Request, RequestKind
 from .states import AgentState
 
 #: The longest one-line summary (a notification body shows about this much).
@@ -263,3 +263,25 @@ def request_view(request: Request | None) -> dict[str, Any] | None:
         "answered": request.answered,
         "answered_by": request.answered_by,
     }
+
+
+def send_refusal(agent: Agent) -> str | None:
+    """Why a message may not be typed into ``agent`` now (None: it may).
+
+    An open approval dialog takes what is typed as its answer (Enter picks "Yes" in Claude
+    Code's and codex's): a message must never be one.
+    """
+    request = agent.request
+    if request is None or request.answered is not None:
+        return None
+    if request.kind is RequestKind.PERMISSION:
+        return (
+            f"agent {agent.name} waits for an approval ({request.summary}): use "
+            f"`volee allow {agent.name}` or `volee deny {agent.name} [--reason TEXT]`"
+        )
+    if request.kind is RequestKind.QUESTION:
+        return (
+            f"agent {agent.name} asks a question ({request.summary}): use "
+            f"`volee answer {agent.name} OPTION` or `volee answer {agent.name} --reply TEXT`"
+        )
+    return None

@@ -35,6 +35,7 @@ from ..paths import ensure_private_dir
 from .context import Context
 from .errors import Refused
 from .ids import session_uuid
+from .screens import Screens
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,7 @@ class AgentHosts:
         self.profiles = profiles
         self.ends = ends
         self.watchers: dict[str, asyncio.Task[None]] = {}
+        self.screens = Screens(ctx.dirs.state / "screens")
         self.volee_cmd: tuple[str, ...] = (sys.executable, "-m", "volee_desktop.cli")
         # Hooks run the shim file itself with -I -S: no site start-up, no package import; a
         # third of `volee hook`'s CPU on every hook of every agent (docs/decisions.md D5).
@@ -263,23 +265,35 @@ class AgentHosts:
         except OSError:
             reader = None
         if reader is not None:
-            writer.write(wire.json_frame({"op": "watch"}))
+            # With its output: the daemon renders the agent's screen (daemon/screens.py).
+            writer.write(wire.json_frame({"op": "watch", "output": True}))
             await writer.drain()
             frames = wire.FrameReader()
+            replied = False
             try:
                 while not ended:
                     data = await reader.read(65536)
                     if not data:
                         break
                     for kind, payload in frames.feed(data):
-                        if kind == wire.JSON:
-                            msg = json.loads(payload)
-                            if msg.get("event") == "exit":
-                                ended = True
-                        if ended:
+                        if kind == wire.OUTPUT:
+                            self.screens.output(agent_id, payload)
+                            continue
+                        if kind != wire.JSON:
+                            continue
+                        msg = json.loads(payload)
+                        if not replied:
+                            replied = True
+                            self.screens.started(agent_id, msg.get("rows"), msg.get("cols"))
+                        elif msg.get("event") == "resize":
+                            self.screens.resized(agent_id, msg["rows"], msg["cols"])
+                        elif msg.get("event") == "exit":
+                            ended = True
                             break
             finally:
                 writer.close()
+            if ended:
+                await self.screens.ended(agent_id)
         # Connection closed: the program ended, or the host went away (read the record).
         await self._host_gone(agent_id)
 

@@ -28,15 +28,16 @@ from ..core.model import (
 )
 from ..core.names import unique_name
 from ..core.recovery import continue_prompt, resume_prompt
+from ..core.requests import send_refusal
 from ..core.states import AgentState
-from ..harness.base import Answer, Profile
 from ..harness.base import Error as HarnessError
+from ..harness.base import Profile
 from ..harness.env import allowed_env
 from ..hosts.errors import Error as HostsError
 from ..hosts.launcher import HostClient
 from ..hosts.records import HostRecord, host_alive
 from ..ipc.server import Connection
-from .agenthosts import HOOKSHIM, AgentHosts, EndPolicy, read_quietly, type_keys
+from .agenthosts import HOOKSHIM, AgentHosts, EndPolicy, read_quietly
 from .context import Context
 from .errors import NotFound, Refused
 from .ids import fresh
@@ -149,6 +150,11 @@ class AgentsRunner(AgentHosts):
         if body is None or not body.strip():
             raise bad("nothing to send: give the text")
         sender = text_param(params, "sender", required=False) or HUMAN
+        refusal = send_refusal(agent)
+        if refusal is not None and sender == HUMAN:
+            # The person is told at once (nothing recorded); another agent's message is kept
+            # unread (deliver refuses to type it).
+            raise Refused(refusal)
         message_id = await self.post(agent, sender, body)
         return await self.deliver(agent.id, body, message_id)
 
@@ -195,33 +201,20 @@ class AgentsRunner(AgentHosts):
         record = await asyncio.to_thread(read_quietly, self.record_of(agent_id))
         resumed = False
         if record is not None and record.exit is None and host_alive(record):
-            client = HostClient(self.socket_of(agent_id))
-            answer = self._answer(agent, text)
-            message = self.service.current().messages.get(message_id or "")
-            if answer is not None and message is not None and message.sender != HUMAN:
-                # Typed now, another agent's (or volee's) words would answer the permission
-                # dialog on screen, which is the person's to answer (docs/trust-model.md).
-                raise Refused(
-                    f"agent {agent.name} waits for the person's answer to a permission; the "
-                    "message stays unread until it reads its messages (read_messages)"
-                )
-            if answer is None:
-                await asyncio.to_thread(client.send_text, text)
-            else:
-                await asyncio.to_thread(type_keys, client, answer.keys)
-                if answer.state is not None:
-                    await self.service.commit(
-                        [
-                            ev.StateChanged(
-                                at=self.now(),
-                                agent=agent_id,
-                                state=answer.state,
-                                detail=answer.detail,
-                            )
-                        ]
+            # Never into an open approval dialog: it would take the text as its answer.
+            refusal = send_refusal(agent)
+            if refusal is not None:
+                message = self.service.current().messages.get(message_id or "")
+                if message is not None and message.sender != HUMAN:
+                    # Another agent's (or volee's) words: the dialog is the person's to answer
+                    # (docs/trust-model.md); the message stays unread until it is read.
+                    raise Refused(
+                        f"agent {agent.name} waits for the person's answer to a permission; "
+                        "the message stays unread until it reads its messages (read_messages)"
                     )
-                if answer.then:
-                    await asyncio.to_thread(client.send_text, answer.then)
+                raise Refused(refusal)
+            client = HostClient(self.socket_of(agent_id))
+            await asyncio.to_thread(client.send_text, text)
         else:
             await self.resume(agent, prompt=text, automatic=False, reason="a message arrived")
             resumed = True
@@ -230,14 +223,6 @@ class AgentsRunner(AgentHosts):
                 [ev.MessageDelivered(at=self.now(), message=message_id, recipient=agent_id)]
             )
         return {"delivered": True, "resumed": resumed, "message": message_id}
-
-    def _answer(self, agent: Agent, text: str) -> Answer | None:
-        """A reply to a dialog the harness shows (a permission), typed as keys."""
-        answer = getattr(self.profiles.get(agent.harness), "answer", None)
-        if answer is None:
-            return None
-        result: Answer | None = answer(agent, text)
-        return result
 
     async def resume(
         self,
@@ -377,6 +362,7 @@ class AgentsRunner(AgentHosts):
         for path in (self.record_of(agent.id), self.record_of(agent.id).with_suffix(".log")):
             path.unlink(missing_ok=True)
         shutil.rmtree(self.files_of(agent.id), ignore_errors=True)
+        self.screens.forget(agent.id)
         return {"forgotten": agent.id, "name": agent.name}
 
     async def api_seen(self, _conn: Connection, params: dict[str, Any]) -> Any:

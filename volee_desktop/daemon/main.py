@@ -35,6 +35,7 @@ from ..store.log import EventLog
 from ..store.records import Record
 from .access import Audit
 from .agents import AgentsRunner
+from .answers import Answers
 from .api import Api
 from .clock import Clock, LoopClock
 from .context import Clients, CloseHooks, Context, StatusBoard, Tasks
@@ -119,6 +120,8 @@ class Daemon:
         # What an agent's end leads to: the hosts runner asks the recovery rules.
         self.exits = Exits(service, clock, policy_of(config.agents))
         self.agents = AgentsRunner(ctx, profiles, self.exits)
+        # Allow / deny / answer an agent's request, checked on its rendered screen.
+        self.answers = Answers(ctx, self.agents)
         # Who is interactive: subscriptions count the clients, discovery lists sooner for them.
         self.clients = Clients()
         self.queries = Queries(service, event_log, methods)

@@ -7,7 +7,6 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..core.events import Event
 from ..core.model import Agent, LaunchSettings
-from ..core.states import AgentState
 
 
 class Error(Exception):
@@ -74,21 +73,6 @@ class ModeCheck(Protocol):
     def check_modes(self, settings: LaunchSettings, help_text: str, version: str) -> None:
         """Raise Error when the binary whose ``--help`` is ``help_text`` refuses the mode."""
         ...
-
-
-@dataclass(frozen=True)
-class Answer:
-    """How to type a person's reply into a dialog the harness shows (not a plain message).
-
-    ``keys`` are typed as they are (no paste, no Enter); ``then`` is sent afterwards as an
-    ordinary message; ``state``/``detail`` is the agent's state once the keys are typed,
-    when no hook will tell it (a refused permission ends the turn without a hook).
-    """
-
-    keys: bytes
-    then: str | None = None
-    state: AgentState | None = None
-    detail: str = ""
 
 
 @dataclass(frozen=True)

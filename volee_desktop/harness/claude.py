@@ -27,7 +27,7 @@ from ..core.requests import (
     question_request,
 )
 from ..core.states import AgentState
-from .base import Answer, LaunchContext, LaunchPlan, PayloadError, one_line, require_str
+from .base import LaunchContext, LaunchPlan, PayloadError, one_line, require_str
 
 DEFAULT_PERMISSION_MODE = "acceptEdits"
 HOOK_EVENTS = (
@@ -177,36 +177,6 @@ class ClaudeProfile:
         self, agent: Agent, hook: str, payload: dict[str, Any], at: float
     ) -> list[Event]:
         return hook_events(agent, hook, payload, at)
-
-    def answer(self, agent: Agent, text: str) -> Answer | None:
-        """Keys for a reply to the permission dialog, when the agent shows one."""
-        if agent.state is not AgentState.NEEDS_INPUT or not agent.detail.startswith("permission"):
-            return None
-        return permission_answer(text)
-
-
-YES = frozenset({"y", "yes", "ok", "allow", "approve", "go", "go ahead", "sure"})
-NO = frozenset({"n", "no", "deny", "refuse", "reject", "stop", "cancel"})
-ESC = b"\x1b"
-
-
-def permission_answer(text: str) -> Answer:
-    """What to type into Claude Code's permission dialog for a person's reply (pure).
-
-    Measured with 2.1.332: the dialog ("Do you want to proceed? 1. Yes  2. Yes, and always
-    allow …  3. … 4. No   Esc to cancel") ignores a paste, and Enter picks the preselected
-    "1. Yes", so a message typed as usual would approve whatever it says.  A digit picks
-    that option; Esc refuses and leaves Claude waiting for what to do instead, with no hook.
-    """
-    word = text.strip().lower().rstrip(".!")
-    if word in YES:
-        return Answer(b"1")
-    if len(word) == 1 and word.isdigit() and word != "0":
-        return Answer(word.encode())
-    if word in NO:
-        return Answer(ESC, state=AgentState.IDLE, detail="you refused the permission")
-    # Anything else is what to do instead: refuse, then say it.
-    return Answer(ESC, then=text, state=AgentState.IDLE, detail="you refused the permission")
 
 
 def tool_activity(payload: dict[str, Any]) -> str:

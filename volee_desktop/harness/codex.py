@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ..core.events import Event
+from ..core.events import Event, StateChanged
 from ..core.model import Agent, LaunchSettings
+from ..core.requests import one_line
 from .base import Error, LaunchContext, LaunchPlan
 from .claude import claude_style_events
 
@@ -188,5 +189,21 @@ class CodexProfile:
 
 
 def hook_events(agent: Agent, hook: str, payload: dict[str, Any], at: float) -> list[Event]:
-    """The events a codex hook means for ``agent`` (pure; Claude Code's schema)."""
-    return claude_style_events(agent, hook, payload, at, left=LEFT_BY_PERSON, product="codex")
+    """The events a codex hook means for ``agent`` (pure; Claude Code's schema).
+
+    codex's PermissionRequest gives the command's justification (the reason its dialog
+    shows, "Reason: …") as ``tool_input.description``: the request's reason.
+    """
+    events = claude_style_events(agent, hook, payload, at, left=LEFT_BY_PERSON, product="codex")
+    data = payload.get("tool_input")
+    why = (
+        data.get("description") if hook == "PermissionRequest" and isinstance(data, dict) else None
+    )
+    if not isinstance(why, str) or not why.strip():
+        return events
+    return [
+        replace(e, request=replace(e.request, reason=one_line(why)))
+        if isinstance(e, StateChanged) and e.request is not None
+        else e
+        for e in events
+    ]

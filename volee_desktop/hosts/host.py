@@ -347,7 +347,7 @@ class Host(Requests):
         self._paste_tail = probe[-(len(PASTE_ON) - 1) :]
         out = wire.frame(wire.OUTPUT, data)
         for client in list(self.clients.values()):
-            if client.attached:
+            if client.attached or client.output:
                 self._queue(client, out)
 
     def _write_pty(self, data: bytes) -> None:

@@ -33,14 +33,15 @@ PASTE_END = b"\x1b[201~"
 class _Client:
     """One connection to the host socket."""
 
-    __slots__ = ("attached", "out", "reader", "sock", "watching")
+    __slots__ = ("attached", "out", "output", "reader", "sock", "watching")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.reader = wire.FrameReader()
         self.out = bytearray()
         self.attached = False
-        self.watching = False  # wants only the program's end (the daemon), not its output
+        self.watching = False  # wants the program's end (the daemon)
+        self.output = False  # and its output, without being attached (the daemon's screens)
 
 
 class Requests:
@@ -89,9 +90,16 @@ class Requests:
         self._reply(client, {"ok": True, "agent": self.agent, "pid": os.getpid()})
 
     def _op_watch(self, client: _Client, req: dict[str, object]) -> None:
-        """Hear of the program's end (no output): how the daemon learns of an exit at once."""
+        """Hear of the program's end at once (and, with ``output``, see its output)."""
         client.watching = True
-        self._reply(client, {"ok": True})
+        self._reply(client, {"ok": True, "rows": self.rows, "cols": self.cols})
+        if req.get("output"):
+            # The daemon renders the screen from the output (daemon/screens.py): the recent
+            # output first, then everything new, and each resize.
+            client.output = True
+            replay = self.scrollback.tail(REPLAY_BYTES)
+            if replay:
+                self._queue(client, wire.frame(wire.OUTPUT, replay))
         if self.exit is not None:
             self._queue(client, wire.json_frame({"event": "exit", "exit": self.exit}))
 
@@ -146,6 +154,10 @@ class Requests:
         if not (0 < rows < 10000 and 0 < cols < 10000):
             raise ValueError(f"size {rows}x{cols} is out of range")
         self.rows, self.cols = rows, cols
+        event = wire.json_frame({"event": "resize", "rows": rows, "cols": cols})
+        for client in list(self.clients.values()):
+            if client.output:
+                self._queue(client, event)
         fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         self._killpg(signal.SIGWINCH)
 

@@ -1,0 +1,255 @@
+"""Answering an agent: allow, deny, pick an option or reply; and its rendered screen.
+
+IPC methods (all here, in one class, so that a per-caller rule can guard them):
+
+- ``agents.allow {agent, request?, always?}``
+- ``agents.deny {agent, request?, reason?}``
+- ``agents.answer {agent, request?, option? | text?}`` (questions: an option, 1-based, or a reply)
+- ``agents.output {agent, lines?}``: the agent's rendered screen (the last one if it ended)
+
+An answer can never hit the wrong dialog: the agent's open request must be the one named
+(``request``, when given), not answered yet, and its dialog must be on the agent's rendered
+screen (``harness/dialogs.py`` checks the question, the options and the request's own input)
+before any key is typed.  Otherwise the answer is refused with the reason and nothing is
+typed.  An answer is recorded (``request-answered``), so it never goes in twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from ..core import events as ev
+from ..core.model import HUMAN, VOLEE, Agent, MessageKind, Request
+from ..core.states import AgentState
+from ..harness.dialogs import Decision, Keys, keys_for
+from ..hosts.launcher import HostClient
+from ..hosts.records import host_alive
+from ..ipc.server import Connection
+from .agenthosts import read_quietly, type_keys
+from .agents import AgentsRunner
+from .context import Context
+from .errors import NotFound, Refused
+from .params import agent_param, bad, flag, whole
+from .params import text as text_param
+from .screens import Snapshot
+
+log = logging.getLogger(__name__)
+
+#: How long an answer waits for its dialog to be drawn (a hook comes before its dialog).
+DIALOG_WAIT = 3.0
+#: How long a refusal waits for its dialog to go before the reason is typed as a message.
+CLOSE_WAIT = 3.0
+OUTPUT_LINES = 40
+
+
+def denied_notice(request: Request) -> str:
+    """volee's message after a refusal without a reason: the agent carries on without it."""
+    return (
+        f"[volee] The person denied this: {request.summary}. Do not do it; carry on with "
+        "the rest of your task without it, or say what you would need instead."
+    )
+
+
+class Answers:
+    """The answers to agents' requests, and their screens."""
+
+    def __init__(self, ctx: Context, agents: AgentsRunner) -> None:
+        self.service = ctx.service
+        self.clock = ctx.clock
+        self.agents = agents
+        self.screens = agents.screens
+        self._locks: dict[str, asyncio.Lock] = {}
+        for name, fn in (
+            ("agents.allow", self.api_allow),
+            ("agents.deny", self.api_deny),
+            ("agents.answer", self.api_answer),
+            ("agents.output", self.api_output),
+        ):
+            ctx.methods.add(name, fn)
+
+    # --- the IPC methods --------------------------------------------------------------------
+
+    def _agent(self, params: dict[str, Any]) -> Agent:
+        return agent_param(self.service.current(), params)
+
+    async def api_allow(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        decision = Decision("allow", always=flag(params, "always", False))
+        return await self.answer(
+            self._agent(params), decision, text_param(params, "request", required=False)
+        )
+
+    async def api_deny(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        reason = text_param(params, "reason", required=False) or ""
+        decision = Decision("deny", reason=reason.strip())
+        return await self.answer(
+            self._agent(params), decision, text_param(params, "request", required=False)
+        )
+
+    async def api_answer(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        option = whole(params, "option", minimum=1)
+        reply = text_param(params, "text", required=False)
+        if (option is None) == (reply is None or not reply.strip()):
+            raise bad("answer with one of 'option' (its number, from 1) or 'text' (a reply)")
+        decision = (
+            Decision("option", option=option)
+            if option is not None
+            else Decision("reply", text=str(reply))
+        )
+        return await self.answer(
+            self._agent(params), decision, text_param(params, "request", required=False)
+        )
+
+    async def api_output(self, _conn: Connection, params: dict[str, Any]) -> Any:
+        agent = self._agent(params)
+        lines = whole(params, "lines", minimum=1) or OUTPUT_LINES
+        snapshot = await self.screens.snapshot(agent.id)
+        if snapshot is None:
+            raise NotFound(
+                f"volee has no screen of agent {agent.name}: it never ran in a volee host"
+            )
+        tail = snapshot.tail(lines)
+        return {
+            "agent": agent.id,
+            "name": agent.name,
+            "lines": tail,
+            "text": "\n".join(tail),
+            "rows": snapshot.rows,
+            "cols": snapshot.cols,
+            "cursor": list(snapshot.cursor),
+            "live": snapshot.live,
+            "at": snapshot.at,
+            "version": snapshot.version,
+        }
+
+    # --- answering --------------------------------------------------------------------------
+
+    async def answer(
+        self, agent: Agent, decision: Decision, request_id: str | None = None, by: str = HUMAN
+    ) -> dict[str, Any]:
+        """Type the answer to ``agent``'s open request, once its dialog is confirmed on screen."""
+        lock = self._locks.setdefault(agent.id, asyncio.Lock())
+        async with lock:
+            request = self._open_request(agent.id, request_id)
+            keys = await self._keys(agent, request, decision)
+            record = await asyncio.to_thread(read_quietly, self.agents.record_of(agent.id))
+            if record is None or record.exit is not None or not host_alive(record):
+                raise Refused(f"agent {agent.name} has no running program to answer")
+            # The last check before typing: nothing changed while the screen was read.
+            self._open_request(agent.id, request.id)
+            client = HostClient(self.agents.socket_of(agent.id))
+            await asyncio.to_thread(type_keys, client, keys.keys)
+            if keys.text:
+                await asyncio.to_thread(client.send_text, keys.text, keys.enter)
+            await self._answered(agent, request, decision, by)
+            if decision.kind == "deny":
+                await self._carry_on(agent, request, decision, client)
+        current = self.service.current().agents.get(agent.id)
+        return {
+            "agent": agent.id,
+            "name": agent.name,
+            "request": request.id,
+            "answer": decision.word,
+            "summary": request.summary,
+            "state": str(current.state) if current else None,
+        }
+
+    def _open_request(self, agent_id: str, request_id: str | None) -> Request:
+        """The agent's open, unanswered request (the one named, if named), or a refusal."""
+        registry = self.service.current()
+        agent = registry.agents.get(agent_id)
+        if agent is None:
+            name = registry.name_of(agent_id) or agent_id
+            raise NotFound(f"agent {name} is gone (forgotten); there is nothing to answer")
+        request = agent.request
+        if request is None:
+            now = f"{agent.state}" + (f": {agent.detail}" if agent.detail else "")
+            raise Refused(f"agent {agent.name} asks nothing now (it is {now})")
+        if request_id is not None and request_id != request.id:
+            raise Refused(f"agent {agent.name} no longer asks that; it now asks: {request.summary}")
+        if request.answered is not None:
+            raise Refused(
+                f"agent {agent.name}'s request ({request.summary}) was already answered: "
+                f"{request.answered}"
+            )
+        return request
+
+    async def _keys(self, agent: Agent, request: Request, decision: Decision) -> Keys:
+        """The keys for ``decision``, once the screen shows the request's dialog (waiting a
+        little for it to be drawn); a refusal saying why otherwise."""
+        if not self.screens.live(agent.id):
+            raise Refused(
+                f"volee cannot see agent {agent.name}'s screen (it does not run in a volee "
+                "host of this version), so it will not type into it; answer in its terminal"
+            )
+        deadline = self.clock.now() + DIALOG_WAIT
+        while True:
+            changed = self.screens.changed(agent.id)
+            snapshot = await self.screens.snapshot(agent.id)
+            result = keys_for(snapshot.lines if snapshot else [], request, decision)
+            if isinstance(result, Keys):
+                return result
+            remaining = deadline - self.clock.now()
+            if remaining <= 0 or not _may_still_be_drawn(result):
+                raise Refused(f"not answered, nothing typed: {result}")
+            await self.clock.wait(changed, min(remaining, 0.5))
+            self._open_request(agent.id, request.id)
+
+    async def _answered(self, agent: Agent, request: Request, decision: Decision, by: str) -> None:
+        events: list[ev.Event] = [
+            ev.RequestAnswered(
+                at=self.clock.now(), agent=agent.id, request=request.id, answer=decision.word, by=by
+            )
+        ]
+        if decision.kind == "deny":
+            # A refused dialog ends the turn and no hook says so (Claude Code and codex both).
+            events.append(
+                ev.StateChanged(
+                    at=self.clock.now(),
+                    agent=agent.id,
+                    state=AgentState.IDLE,
+                    detail=f"you denied {request.summary}",
+                )
+            )
+        try:
+            await self.service.commit(events)
+        except Refused as exc:
+            # A hook was faster (the tool ran, the agent moved on): the answer went in.
+            log.info("answer to %s recorded late: %s", agent.name, exc)
+
+    async def _carry_on(
+        self, agent: Agent, request: Request, decision: Decision, client: HostClient
+    ) -> None:
+        """After a refusal the agent waits: tell it the reason (or that it may carry on)."""
+        deadline = self.clock.now() + CLOSE_WAIT
+        while self.clock.now() < deadline:
+            snapshot = await self.screens.snapshot(agent.id)
+            if snapshot is None or not _still_shows(snapshot, request):
+                break
+            await self.clock.wait(self.screens.changed(agent.id), 0.2)
+        if decision.reason:
+            sender, kind, body = HUMAN, MessageKind.TEXT, decision.reason
+        else:
+            sender, kind, body = VOLEE, MessageKind.NOTICE, denied_notice(request)
+        current = self.service.current().agents.get(agent.id)
+        if current is None:
+            return
+        message_id = await self.agents.post(current, sender, body, kind)
+        try:
+            await asyncio.to_thread(client.send_text, body)
+        except Exception as exc:  # the refusal went in; the message stays undelivered
+            log.warning("the reason for denying %s was not delivered: %s", agent.name, exc)
+            return
+        await self.service.commit(
+            [ev.MessageDelivered(at=self.clock.now(), message=message_id, recipient=agent.id)]
+        )
+
+
+def _may_still_be_drawn(reason: str) -> bool:
+    """A refusal that a moment may cure: the dialog not drawn yet, or the previous one still."""
+    return reason == "no dialog is open on its screen" or "about something else" in reason
+
+
+def _still_shows(snapshot: Snapshot, request: Request) -> bool:
+    return isinstance(keys_for(snapshot.lines, request, Decision("deny")), Keys)

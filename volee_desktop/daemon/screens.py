@@ -1,0 +1,246 @@
+"""The agents' screens: each host's PTY output rendered by a terminal emulator (pyte).
+
+The host stays lean (it only forwards its output on the daemon's watch connection, the
+same one that tells of the program's end); the daemon keeps one emulated screen per live
+agent.  Output is only queued as it arrives; it is fed to the emulator when someone looks
+(``volee output``, the agent window, an answer checking its dialog), so an agent nobody
+looks at costs a byte copy, not an emulation.  The last screen of an agent whose program
+ended is written to ``<state>/screens/<agent>.json`` and kept: a failed agent shows what
+it printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pyte
+
+from ..atomicfile import write_atomic
+
+log = logging.getLogger(__name__)
+
+#: Output queued for an agent before the oldest is dropped (the screen is then rebuilt from
+#: what is left: a full-screen program redraws it soon enough).
+PENDING_LIMIT = 512 * 1024
+#: Lines kept above the screen (scrolled off its top), for ``volee output --lines N``.
+HISTORY = 500
+DEFAULT_ROWS, DEFAULT_COLS = 40, 120
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """An agent's screen as text: ``lines`` are the screen's rows (``history`` above them)."""
+
+    lines: list[str]
+    rows: int
+    cols: int
+    cursor: tuple[int, int]
+    at: float
+    live: bool
+    version: int  # bytes of output seen: unchanged means the screen is unchanged
+    history: list[str] = field(default_factory=list)
+
+    def tail(self, count: int) -> list[str]:
+        """The last ``count`` lines (history included), blank lines at the end dropped."""
+        lines = [*self.history, *self.lines]
+        while lines and not lines[-1].strip():
+            lines.pop()
+        return lines[-count:] if count > 0 else []
+
+    def to_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data["cursor"] = list(self.cursor)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Snapshot:
+        cursor = data.get("cursor") or [0, 0]
+        return cls(
+            lines=[str(x) for x in data.get("lines") or []],  # type: ignore[attr-defined]
+            rows=int(data.get("rows") or DEFAULT_ROWS),  # type: ignore[call-overload]
+            cols=int(data.get("cols") or DEFAULT_COLS),  # type: ignore[call-overload]
+            cursor=(int(cursor[0]), int(cursor[1])),  # type: ignore[index]
+            at=float(data.get("at") or 0.0),  # type: ignore[arg-type]
+            live=False,
+            version=int(data.get("version") or 0),  # type: ignore[call-overload]
+            history=[str(x) for x in data.get("history") or []],  # type: ignore[attr-defined]
+        )
+
+
+class _Screen(pyte.Screen):
+    """pyte's screen keeping the lines that scroll off its top (pyte's HistoryScreen does
+    that too, at 2.5 times the cost of every character drawn)."""
+
+    def __init__(self, columns: int, lines: int) -> None:
+        super().__init__(columns, lines)
+        self.history: deque[str] = deque(maxlen=HISTORY)
+
+    def index(self) -> None:
+        top, bottom = self.margins or pyte.screens.Margins(0, self.lines - 1)
+        if self.cursor.y == bottom and top == 0:
+            self.history.append(_text(self.buffer[0], self.columns))
+        super().index()
+
+
+def _text(line: dict[int, pyte.screens.Char], columns: int) -> str:
+    return "".join(line[x].data for x in range(columns)).rstrip()
+
+
+class Term:
+    """One agent's emulated terminal and the output not yet fed to it."""
+
+    def __init__(self, rows: int, cols: int) -> None:
+        self.rows, self.cols = rows, cols
+        self.screen = _Screen(cols, rows)
+        self.stream = pyte.ByteStream(self.screen)
+        self.pending: list[bytes | tuple[int, int]] = []
+        self.pending_size = 0
+        self.version = 0
+        self.rebuild = False
+        self.queue_lock = threading.Lock()  # guards pending (the loop adds, a thread takes)
+        self.feed_lock = threading.Lock()  # one feeder at a time
+
+    def add(self, data: bytes) -> None:
+        with self.queue_lock:
+            self.pending.append(data)
+            self.pending_size += len(data)
+            self.version += len(data)
+            while self.pending_size > PENDING_LIMIT and len(self.pending) > 1:
+                dropped = self.pending.pop(0)
+                if isinstance(dropped, bytes):
+                    self.pending_size -= len(dropped)
+                self.rebuild = True
+
+    def resize(self, rows: int, cols: int) -> None:
+        with self.queue_lock:
+            self.pending.append((rows, cols))
+
+    def render(self, live: bool) -> Snapshot:
+        """Feed what is queued, then read the screen (blocking: run it in a thread)."""
+        with self.feed_lock:
+            with self.queue_lock:
+                items, self.pending, self.pending_size = self.pending, [], 0
+                rebuild, self.rebuild = self.rebuild, False
+                version = self.version
+            if rebuild:
+                self.screen = _Screen(self.cols, self.rows)
+                self.stream = pyte.ByteStream(self.screen)
+            for item in items:
+                if isinstance(item, tuple):
+                    self.rows, self.cols = item
+                    self.screen.resize(self.rows, self.cols)
+                else:
+                    try:
+                        self.stream.feed(item)
+                    except Exception:  # a sequence pyte cannot take must not lose the screen
+                        log.exception("the terminal emulator failed on the output")
+            screen = self.screen
+            lines = [_text(screen.buffer[y], screen.columns) for y in range(screen.lines)]
+            return Snapshot(
+                lines=lines,
+                rows=screen.lines,
+                cols=screen.columns,
+                cursor=(screen.cursor.x, screen.cursor.y),
+                at=time.time(),
+                live=live,
+                version=version,
+                history=list(screen.history),
+            )
+
+
+class Screens:
+    """Every live agent's terminal, and the last screens of those that ended."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.terms: dict[str, Term] = {}
+        self.last: dict[str, Snapshot] = {}
+        self._changed: dict[str, asyncio.Event] = {}
+
+    def path_of(self, agent_id: str) -> Path:
+        return self.folder / f"{agent_id}.json"
+
+    # --- from the watch connection (the event loop) ----------------------------------------
+
+    def started(self, agent_id: str, rows: int | None, cols: int | None) -> None:
+        """A (new) watch connection: a fresh terminal; the host replays its recent output."""
+        self.terms[agent_id] = Term(rows or DEFAULT_ROWS, cols or DEFAULT_COLS)
+
+    def output(self, agent_id: str, data: bytes) -> None:
+        term = self.terms.get(agent_id)
+        if term is not None:
+            term.add(data)
+        changed = self._changed.pop(agent_id, None)
+        if changed is not None:
+            changed.set()
+
+    def changed(self, agent_id: str) -> asyncio.Event:
+        """An event set at the agent's next output (to wait for a screen to change)."""
+        return self._changed.setdefault(agent_id, asyncio.Event())
+
+    def resized(self, agent_id: str, rows: int, cols: int) -> None:
+        term = self.terms.get(agent_id)
+        if term is not None and rows > 0 and cols > 0:
+            term.resize(rows, cols)
+
+    async def ended(self, agent_id: str) -> Snapshot | None:
+        """The program ended: keep its last screen (in memory and on disk)."""
+        term = self.terms.pop(agent_id, None)
+        if term is None:
+            return None
+        snapshot = await asyncio.to_thread(term.render, False)
+        self.last[agent_id] = snapshot
+        try:
+            await asyncio.to_thread(self._save, agent_id, snapshot)
+        except OSError:
+            log.exception("could not keep the last screen of %s", agent_id)
+        return snapshot
+
+    def _save(self, agent_id: str, snapshot: Snapshot) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.path_of(agent_id), json.dumps(snapshot.to_dict()).encode())
+
+    def forget(self, agent_id: str) -> None:
+        self.terms.pop(agent_id, None)
+        self.last.pop(agent_id, None)
+        self.path_of(agent_id).unlink(missing_ok=True)
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def last_text(self, agent_id: str) -> str:
+        """The agent's live screen as text, fed up to now (blocking; for tests and tools)."""
+        term = self.terms.get(agent_id)
+        snapshot = term.render(True) if term is not None else self.last.get(agent_id)
+        return "\n".join(snapshot.lines) if snapshot is not None else ""
+
+    def live(self, agent_id: str) -> bool:
+        return agent_id in self.terms
+
+    async def snapshot(self, agent_id: str) -> Snapshot | None:
+        """The agent's screen now (live), or the last one it left; None if volee has none."""
+        term = self.terms.get(agent_id)
+        if term is not None:
+            return await asyncio.to_thread(term.render, True)
+        if agent_id in self.last:
+            return self.last[agent_id]
+        try:
+            data = await asyncio.to_thread(self.path_of(agent_id).read_bytes)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            log.exception("could not read the last screen of %s", agent_id)
+            return None
+        try:
+            snapshot = Snapshot.from_dict(json.loads(data))
+        except (ValueError, TypeError, IndexError):
+            log.warning("the last screen of %s is unreadable", agent_id)
+            return None
+        self.last[agent_id] = snapshot
+        return snapshot
