@@ -87,15 +87,22 @@ def volee() -> Iterator[Volee]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def test_cli_spawn_ask_send_stop_send_forget(volee: Volee) -> None:
+def test_cli_spawn_ask_allow_stop_send_forget(volee: Volee) -> None:
     project = volee.home.parent / "p"
     agent_id = volee.cli(
         "spawn", "--cwd", str(project), "--name", "f1", "--", "ASK: echo ok > ok.txt"
     ).stdout.strip()
     assert agent_id.startswith("ag_")
 
-    volee.wait_state("f1", "needs-input", detail="permission for Bash")
-    volee.cli("send", "f1", "y")
+    asking = volee.wait_state("f1", "needs-input", detail="permission for Bash")
+    assert asking["request"]["summary"] == "Bash: echo ok > ok.txt"
+    # A message would answer the dialog (Enter is "Yes"): refused, saying what to use.
+    refused = volee.cli("send", "f1", "y", check=False)
+    assert refused.returncode == 1
+    assert "waits for an approval (Bash: echo ok > ok.txt): use `volee allow f1`" in (
+        refused.stderr
+    )
+    assert "f1: allow (Bash: echo ok > ok.txt)" in volee.cli("allow", "f1").stdout
     volee.wait_state("f1", "done")
     assert (project / "ok.txt").read_text() == "ok\n"
 
