@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import Any, Protocol
 
 from ..core import events as ev
@@ -31,16 +30,15 @@ from ..core.model import (
 )
 from ..core.supervisor import APPROVING_DEFAULT, Notice, workers_of
 from ..ipc.protocol import ErrorCode, IpcError
-from ..ipc.server import Connection, MethodTable
+from ..ipc.server import Connection
 from . import git
-from .context import Tasks
+from .context import Context
 from .errors import Refused
 from .evidence import Evidence
 from .forge import Forge, ForgeError
 from .ids import fresh
 from .messages import Messages
 from .params import agent_param, mission_param, strings, text
-from .service import Service
 from .views import mission_view, resolve_mission
 
 log = logging.getLogger(__name__)
@@ -65,22 +63,17 @@ class Approval:
     """``missions.request_approval`` and ``missions.answer``, and merging approved work."""
 
     def __init__(
-        self,
-        service: Service,
-        tasks: Tasks,
-        rounds: Rounds,
-        messages: Messages,
-        evidence: Evidence,
-        methods: MethodTable,
+        self, ctx: Context, rounds: Rounds, messages: Messages, evidence: Evidence
     ) -> None:
-        self.service = service
-        self.tasks = tasks
+        self.service = ctx.service
+        self.tasks = ctx.tasks
+        self.clock = ctx.clock
         self.rounds = rounds
         self.messages = messages
         self.evidence = evidence
         self._merging: dict[str, asyncio.Task[Any]] = {}
-        methods.add("missions.request_approval", self.api_request_approval)
-        methods.add("missions.answer", self.api_answer)
+        ctx.methods.add("missions.request_approval", self.api_request_approval)
+        ctx.methods.add("missions.answer", self.api_answer)
 
     # --- the report and the answer ---------------------------------------------------------
 
@@ -108,7 +101,7 @@ class Approval:
                 f"approving option {approving!r} is not one of {list(options)}; "
                 "name one of the options"
             )
-        now = time.time()
+        now = self.clock.now()
         thread, opened = self.messages.mission_thread(registry, mission, now)
         message_id = fresh(MESSAGE)
         await self.service.commit(
@@ -160,7 +153,7 @@ class Approval:
         await self.service.commit(
             [
                 ev.MessagePosted(
-                    at=time.time(),
+                    at=self.clock.now(),
                     message=message_id,
                     thread=question.thread,
                     sender=HUMAN,
@@ -170,7 +163,7 @@ class Approval:
                     reply_to=question.id,
                     chosen=option,
                 ),
-                ev.MessageRead(at=time.time(), message=question.id, recipient=HUMAN),
+                ev.MessageRead(at=self.clock.now(), message=question.id, recipient=HUMAN),
             ]
         )
         # The supervisor answers in the same breath; wait for it so the reply shows the result,
@@ -243,7 +236,7 @@ class Approval:
 
     async def _back_to_reporting(self, mission: Mission, reason: str) -> None:
         registry = self.service.current()
-        now = time.time()
+        now = self.clock.now()
         update = ev.MissionUpdated(
             at=now, mission=mission.id, status=MissionStatus.REPORTING, reason=reason
         )

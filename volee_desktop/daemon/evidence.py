@@ -12,7 +12,6 @@ the evidence is fresh.
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import replace
 
 from ..core import events as ev
@@ -21,9 +20,8 @@ from ..core.registry import Registry
 from ..core.states import AgentState
 from ..core.supervisor import workers_of
 from . import git
-from .context import Tasks
+from .context import Context
 from .forge import Forge, github_slug
-from .service import Service
 
 STOPPED_STATES = (AgentState.IDLE, AgentState.DONE, AgentState.STOPPED)
 
@@ -40,9 +38,10 @@ def reads_evidence(mission: Mission, agent: Agent) -> bool:
 class Evidence:
     """Reads and records delivery evidence in the background or on request."""
 
-    def __init__(self, service: Service, tasks: Tasks) -> None:
-        self.service = service
-        self.tasks = tasks
+    def __init__(self, ctx: Context) -> None:
+        self.service = ctx.service
+        self.tasks = ctx.tasks
+        self.clock = ctx.clock
         self.forge_factory = Forge.from_environment
         self._checking: set[str] = set()
         self._check_again: set[str] = set()
@@ -95,7 +94,7 @@ class Evidence:
 
     async def check(self, agent_id: str) -> Delivery | None:
         """Read and record the agent's evidence; ``checked_at`` is when the check began."""
-        began = time.time()
+        began = self.clock.now()
         registry = self.service.current()
         agent = registry.agents.get(agent_id)
         if agent is None:
@@ -128,6 +127,6 @@ class Evidence:
         if agent_id not in self.service.current().agents:
             return None
         await self.service.commit(
-            [ev.DeliveryUpdated(at=time.time(), agent=agent_id, delivery=delivery)]
+            [ev.DeliveryUpdated(at=self.clock.now(), agent=agent_id, delivery=delivery)]
         )
         return delivery

@@ -10,7 +10,6 @@ unread.  The ``messages.post`` and ``messages.read`` IPC methods live here
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -21,13 +20,12 @@ from ..core.model import HUMAN, VOLEE, Message, MessageKind, Mission, ThreadKind
 from ..core.registry import Registry
 from ..core.supervisor import Notice
 from ..ipc.protocol import ErrorCode, IpcError
-from ..ipc.server import Connection, MethodTable
+from ..ipc.server import Connection
 from ..store.codec import to_builtins
-from .context import Tasks
+from .context import Context
 from .errors import Refused
 from .ids import fresh
 from .params import choice, flag, strings, text, whole
-from .service import Service
 from .views import resolve_agent
 
 log = logging.getLogger(__name__)
@@ -73,14 +71,13 @@ class Deliverer(Protocol):
 class Messages:
     """The mission thread, notices, delivery, and the messages IPC methods."""
 
-    def __init__(
-        self, service: Service, tasks: Tasks, agents: Deliverer, methods: MethodTable
-    ) -> None:
-        self.service = service
-        self.tasks = tasks
+    def __init__(self, ctx: Context, agents: Deliverer) -> None:
+        self.service = ctx.service
+        self.tasks = ctx.tasks
+        self.clock = ctx.clock
         self.agents = agents
-        methods.add("messages.post", self.api_post)
-        methods.add("messages.read", self.api_read)
+        ctx.methods.add("messages.post", self.api_post)
+        ctx.methods.add("messages.read", self.api_read)
 
     # --- threads and notices ---------------------------------------------------------------
 
@@ -176,7 +173,7 @@ class Messages:
             problem = registry.check_route(sender, recipient)
             if problem:
                 raise Refused(f"{problem}; write to one of them, or to the human, instead")
-        now = time.time()
+        now = self.clock.now()
         events: list[ev.Event] = []
         thread = text(params, "thread", required=False)
         if thread is None:
@@ -251,7 +248,7 @@ class Messages:
         views = [message_view(registry, m.id) for m in mine]
         fresh_ones = [m for m in mine if unread(m)]
         if flag(params, "mark", True) and fresh_ones:
-            now = time.time()
+            now = self.clock.now()
             await self.service.commit(
                 [ev.MessageRead(at=now, message=m.id, recipient=reader) for m in fresh_ones]
             )

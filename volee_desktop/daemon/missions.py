@@ -12,7 +12,6 @@ triggered it.  Its parts: ``evidence`` (when git evidence is read),
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -127,11 +126,10 @@ class MissionsRunner:
         self.service = ctx.service
         self.tasks = ctx.tasks
         self.agents = agents
-        self.evidence = Evidence(ctx.service, ctx.tasks)
-        self.messages = Messages(ctx.service, ctx.tasks, agents, ctx.methods)
-        self.approval = Approval(
-            ctx.service, ctx.tasks, self, self.messages, self.evidence, ctx.methods
-        )
+        self.clock = ctx.clock
+        self.evidence = Evidence(ctx)
+        self.messages = Messages(ctx, agents)
+        self.approval = Approval(ctx, self, self.messages, self.evidence)
         self.tidy = Tidy(ctx.service, self.evidence, ctx.methods, agents)
         self.changes = Changes(ctx.service, ctx.methods)
         self._locks: dict[str, asyncio.Lock] = {}
@@ -225,7 +223,7 @@ class MissionsRunner:
             mission = registry.missions.get(mission_id)
             if mission is None:
                 return
-            now = time.time()
+            now = self.clock.now()
             decision = supervise(registry, mission_id, now)
             if not decision:
                 return
@@ -279,7 +277,7 @@ class MissionsRunner:
         )
         base = await asyncio.to_thread(git.current_branch, repos[0])
         mission_id, thread = fresh(MISSION), fresh(THREAD)
-        now = time.time()
+        now = self.clock.now()
         await self.service.commit(
             [
                 ev.MissionCreated(
@@ -319,7 +317,7 @@ class MissionsRunner:
             await self.service.commit(
                 [
                     ev.MissionUpdated(
-                        at=time.time(),
+                        at=self.clock.now(),
                         mission=mission_id,
                         status=MissionStatus.CANCELLED,
                         reason=f"the coordinator could not start: {exc}",
@@ -329,7 +327,11 @@ class MissionsRunner:
             raise Refused(f"mission {mission_id} cancelled: {exc}") from exc
         if self.service.current().missions[mission_id].coordinator is None:
             await self.service.commit(
-                [ev.MissionUpdated(at=time.time(), mission=mission_id, coordinator=coordinator.id)]
+                [
+                    ev.MissionUpdated(
+                        at=self.clock.now(), mission=mission_id, coordinator=coordinator.id
+                    )
+                ]
             )
         registry = self.service.current()
         return mission_view(registry.missions[mission_id], registry)
@@ -376,7 +378,7 @@ class MissionsRunner:
         agent = agent_param(self.service.current(), params)
         found = delivery(params)
         await self.service.commit(
-            [ev.DeliveryUpdated(at=time.time(), agent=agent.id, delivery=found)]
+            [ev.DeliveryUpdated(at=self.clock.now(), agent=agent.id, delivery=found)]
         )
         return {"agent": agent.id, "name": agent.name, "delivery": to_builtins(found)}
 
@@ -428,7 +430,7 @@ class MissionsRunner:
         caller = caller_of(conn)
         by = HUMAN if caller.is_person else caller.agent or HUMAN
         await self.service.commit(
-            [ev.MissionInvited(at=time.time(), agent=agent.id, mission=mission.id, by=by)]
+            [ev.MissionInvited(at=self.clock.now(), agent=agent.id, mission=mission.id, by=by)]
         )
         coordinator = self.service.registry.name_of(by) or by
         who = "the person" if by == HUMAN else f"{coordinator}, its coordinator,"
@@ -455,7 +457,7 @@ class MissionsRunner:
         await self.service.commit(
             [
                 ev.MembershipChanged(
-                    at=time.time(), agent=agent.id, mission=mission.id, joined=joined
+                    at=self.clock.now(), agent=agent.id, mission=mission.id, joined=joined
                 )
             ]
         )
