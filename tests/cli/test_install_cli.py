@@ -85,3 +85,9 @@ def test_desktop_entry_quotes_an_executable_path_with_spaces() -> None:
     assert 'Exec="/home/a b/.local/bin/volee"\n' in text
     assert "TryExec=/home/a b/.local/bin/volee\n" in text
     assert "Exec=volee\n" in entry_text(None)
+
+
+def test_daemon_status_says_whether_notifications_can_be_shown() -> None:
+    done = volee("daemon", "status", "--json")  # no daemon: status 3, still the whole answer
+    assert done.returncode == 3, done.stderr
+    assert json.loads(done.stdout)["notifications"] == {"desktop": True, "problem": None}

@@ -291,13 +291,24 @@ class NotificationCenter(QObject):
         log.warning("no way to show the notification %r", notice.title)
 
 
-def default_sinks(tray: QSystemTrayIcon | None, icon: Path | None) -> list[NotificationSink]:
-    """desktop-notifier, then the tray balloon."""
+def default_sinks(
+    tray: QSystemTrayIcon | None,
+    icon: Path | None,
+    problem: Callable[[], str | None] | None = None,
+) -> list[NotificationSink]:
+    """desktop-notifier, then the tray balloon; the balloon alone when desktop-notifier has
+    no real backend here (macOS outside a bundle drops everything while saying it sent it)."""
+    from volee_desktop import notifycheck
+
     sinks: list[NotificationSink] = []
-    try:
-        sinks.append(DesktopSink(icon=icon))
-    except Exception as exc:  # no backend on this platform
-        log.warning("desktop notifications are not available (%s); using the tray", exc)
+    why = (problem or notifycheck.problem)()
+    if why is not None:
+        log.warning("desktop notifications cannot be shown: %s", why)
+    else:
+        try:
+            sinks.append(DesktopSink(icon=icon))
+        except Exception as exc:  # no backend on this platform
+            log.warning("desktop notifications are not available (%s); using the tray", exc)
     if tray is not None:
         sinks.append(BalloonSink(tray))
     return sinks

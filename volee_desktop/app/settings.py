@@ -83,8 +83,10 @@ class SettingsDialog(QDialog):
         login_item: LoginItemFactory | None = None,
         show_error: ErrorSink | None = None,
         parent: QWidget | None = None,
+        notifications_problem: Callable[[], str | None] | None = None,
     ) -> None:
         super().__init__(parent)
+        from volee_desktop import notifycheck
         from volee_desktop.config import load_config
 
         self.setObjectName("settings")
@@ -133,6 +135,14 @@ class SettingsDialog(QDialog):
             box.setChecked(bool(getattr(config.notifications, key)))
             notes_layout.addWidget(box)
             self.notify[key] = box
+        why = (notifications_problem or notifycheck.problem)()
+        self.notifications_problem = QLabel(
+            f"Notifications cannot be shown here: {why}." if why else "", notes
+        )
+        self.notifications_problem.setObjectName("notificationsProblem")
+        self.notifications_problem.setWordWrap(True)
+        self.notifications_problem.setVisible(why is not None)
+        notes_layout.addWidget(self.notifications_problem)
 
         start = QGroupBox("Start", self)
         start_layout = QVBoxLayout(start)

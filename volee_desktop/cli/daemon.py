@@ -97,6 +97,7 @@ def cmd_daemon_status(args: argparse.Namespace) -> int:
         login = _login_status()
         if login is not None:
             status["login_item"] = login
+        status["notifications"] = _notifications_status()
         if args.json:
             emit_json(status)
         else:
@@ -108,6 +109,7 @@ def cmd_daemon_status(args: argparse.Namespace) -> int:
     login = _login_status()
     if login is not None:
         status["login_item"] = login
+    status["notifications"] = _notifications_status()
     if args.json:
         emit_json(status)
         return 0
@@ -132,7 +134,18 @@ def cmd_daemon_status(args: argparse.Namespace) -> int:
         print(f"  {name:<10} {part if isinstance(part, str) else json.dumps(part)}")
     if login is not None:
         print(f"  login item {login.get('summary', login)}")
+    notes = status["notifications"]
+    if notes["problem"]:
+        print(f"  notifications cannot be shown: {notes['problem']}")
     return 0
+
+
+def _notifications_status() -> dict[str, Any]:
+    """Whether the tray app (this user, this machine) can show desktop notifications."""
+    from .. import notifycheck
+
+    why = notifycheck.problem()
+    return {"desktop": why is None, "problem": why}
 
 
 def _login_status() -> dict[str, Any] | None:
