@@ -346,7 +346,7 @@ async def test_agents_changes_shows_what_a_merge_would_bring(root: Path, daemon:
     full = await call(daemon, "agents.changes", agent=worker, diff=True)
     assert "+one" in full["diff"]
     assert full["truncated"] is False
-    with pytest.raises(IpcError, match="no branch"):
+    with pytest.raises(IpcError, match="no branch of its own"):
         await call(daemon, "agents.changes", agent=coordinator)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from ..ipc.protocol import ErrorCode, IpcError
 from ..ipc.server import Connection, MethodTable
 from . import git
+from .errors import Error
 from .params import agent_param, flag
 from .service import Service
 
@@ -52,6 +53,10 @@ def parse_numstat(text: str) -> list[dict[str, Any]]:
             item["from"] = old
         files.append(item)
     return files
+
+
+class NoBranch(Error):
+    """The agent works on the base branch itself: a merge would bring nothing."""
 
 
 def changes(tree: str | Path, base: str, branch: str, with_diff: bool = False) -> dict[str, Any]:
@@ -101,10 +106,14 @@ class Changes:
             base = base or git.default_base(tree)
             if not base:
                 raise git.GitError(f"no base branch known for {branch}")
+            if base == branch:
+                raise NoBranch(f"{agent.name} works on {base} itself: no branch of its own")
             return changes(tree, base, branch, with_diff)
 
         try:
             result = await asyncio.to_thread(read)
+        except NoBranch as exc:
+            raise IpcError(ErrorCode.NOT_FOUND, str(exc)) from exc
         except git.GitError as exc:
             raise IpcError(ErrorCode.UNAVAILABLE, str(exc)) from exc
         result["agent"] = agent.id

@@ -51,6 +51,7 @@ from .recovery import Exits, RecoveryRunner, policy_of
 from .service import Service
 from .snapshots import Snapshots, StartupFacts, load_registry
 from .subscriptions import Subscriptions
+from .workspaces import Workspaces
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,8 @@ class Daemon:
         self.agents = AgentsRunner(ctx, profiles, self.exits)
         # Allow / deny / answer an agent's request, checked on its rendered screen.
         self.answers = Answers(ctx, self.agents)
+        # The repository and branch of each agent's folder, from git (workspace-updated).
+        self.workspaces = Workspaces(service, tasks, clock)
         # Who is interactive: subscriptions count the clients, discovery lists sooner for them.
         self.clients = Clients()
         self.queries = Queries(service, event_log, methods)
