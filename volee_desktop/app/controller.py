@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QMessageBox, QSystemTrayIcon, QWidget
@@ -45,6 +45,9 @@ from .tasks import Tasks
 from .tray import Tray
 from .traywatch import TrayWatcher
 
+if TYPE_CHECKING:
+    from volee_desktop.loginitem.base import LoginItem
+
 log = logging.getLogger(__name__)
 
 
@@ -59,7 +62,7 @@ def _default_terminal(agent_id: str) -> list[str] | None:
     return open_in_terminal(agent_id)
 
 
-def _default_login_item() -> Any:
+def _default_login_item() -> LoginItem:
     from volee_desktop.loginitem import for_this_platform
 
     return for_this_platform()
@@ -71,7 +74,7 @@ class AppOptions:
 
     config_path: Path
     terminal: TerminalOpener = _default_terminal
-    login_item: Callable[[], Any] | None = _default_login_item
+    login_item: Callable[[], LoginItem] | None = _default_login_item
     sinks: list[NotificationSink] | None = None  # None: desktop-notifier, then the balloon
     confirm: Confirm | None = None
     show_error: ShowError | None = None

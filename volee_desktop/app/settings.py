@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -28,10 +28,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+if TYPE_CHECKING:
+    from volee_desktop.loginitem.base import LoginItem
+
 log = logging.getLogger(__name__)
 
 ErrorSink = Callable[[str, str], None]  # (title, message)
-LoginItemFactory = Callable[[], Any]  # -> volee_desktop.loginitem.LoginItem
+LoginItemFactory = Callable[[], "LoginItem"]
 
 NOTIFICATION_KEYS = (
     ("needs_input", "An agent needs my input"),
@@ -93,7 +96,7 @@ class SettingsDialog(QDialog):
         self.setWindowTitle("Settings — volee")
         self.config_path = config_path
         self._login_factory = login_item
-        self._login: Any = None
+        self._login: LoginItem | None = None
         self.show_error = show_error or _show_error(self)
         loaded = load_config(config_path)
         config = loaded.config
@@ -228,6 +231,8 @@ class SettingsDialog(QDialog):
         wanted = self.start_at_login.isChecked()
         if self.start_at_login.isEnabled() and wanted != bool(self._login_was):
             try:
+                if self._login is None:
+                    raise RuntimeError("the login item was not read")
                 if wanted:
                     self._login.install()
                 else:

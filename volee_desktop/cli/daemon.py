@@ -15,13 +15,16 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.durations import duration
 from ..ipc.client import Client
 from ..ipc.protocol import DaemonUnavailable, ServerStartError
 from ..paths import NotPrivate, dirs
 from .common import CliError, Commands, call, emit_json
+
+if TYPE_CHECKING:
+    from ..loginitem.base import LoginItem
 
 STOP_TIMEOUT = 15.0
 
@@ -216,7 +219,7 @@ def cmd_daemon_repair(args: argparse.Namespace) -> int:
 # --- the login item ------------------------------------------------------------------------
 
 
-def _item() -> Any:
+def _item() -> LoginItem:
     from ..loginitem import for_this_platform
 
     return for_this_platform()
@@ -244,7 +247,7 @@ def cmd_daemon_install(args: argparse.Namespace) -> int:
     return 0
 
 
-def _missing_folders(item: Any) -> list[Path]:
+def _missing_folders(item: LoginItem) -> list[Path]:
     """The item's config folder and its parents that do not exist yet (a failed install
     must leave nothing behind, not even an empty ``~/.config``)."""
     home = getattr(item, "config_home", None)
