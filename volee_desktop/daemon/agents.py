@@ -12,6 +12,7 @@ import asyncio
 import os
 import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,19 @@ from .params import text as text_param
 from .sessions import can_continue, fresh_notice, fresh_prompt, launch_settings, lost_task
 from .spawn import SpawnRequest, make_worktree, slug
 from .views import agent_view
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """A message typed into an agent's live session, or the agent resumed with it."""
+
+    resumed: bool
+    message: str | None
+
+    def view(self) -> dict[str, Any]:
+        """The reply of ``agents.send``."""
+        return {"delivered": True, "resumed": self.resumed, "message": self.message}
+
 
 #: Lines of screen ``agents.screen`` returns when not told.
 SCREEN_LINES = 60
@@ -156,7 +170,8 @@ class AgentsRunner(AgentHosts):
             # unread (deliver refuses to type it).
             raise Refused(refusal)
         message_id = await self.post(agent, sender, body)
-        return await self.deliver(agent.id, body, message_id)
+        delivered = await self.deliver(agent.id, body, message_id)
+        return delivered.view()
 
     async def post(
         self, agent: Agent, sender: str, text: str, kind: MessageKind = MessageKind.TEXT
@@ -195,7 +210,7 @@ class AgentsRunner(AgentHosts):
         await self.service.commit(events)
         return message_id
 
-    async def deliver(self, agent_id: str, text: str, message_id: str | None) -> dict[str, Any]:
+    async def deliver(self, agent_id: str, text: str, message_id: str | None) -> Delivered:
         """Type ``text`` into the agent's live session, or resume it with the text."""
         agent = self.service.current().agents[agent_id]
         record = await asyncio.to_thread(read_quietly, self.record_of(agent_id))
@@ -222,7 +237,7 @@ class AgentsRunner(AgentHosts):
             await self.service.commit(
                 [ev.MessageDelivered(at=self.now(), message=message_id, recipient=agent_id)]
             )
-        return {"delivered": True, "resumed": resumed, "message": message_id}
+        return Delivered(resumed=resumed, message=message_id)
 
     async def resume(
         self,

@@ -63,7 +63,7 @@ class Outbox:
 class Deliverer(Protocol):
     """Types a message into an agent's session, or resumes it with it (``AgentsRunner``)."""
 
-    async def deliver(self, agent_id: str, text: str, message_id: str | None) -> dict[str, Any]:
+    async def deliver(self, agent_id: str, text: str, message_id: str | None) -> object:
         """Deliver ``text``; raises when it cannot (the message stays unread)."""
         ...
 
