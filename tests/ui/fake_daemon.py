@@ -45,6 +45,8 @@ class FakeDaemon:
         table.add("test.push", self._push)
         table.add("test.calls", self._calls)
         table.add("test.drop", self._drop)
+        table.add("test.screen", self._set_screen)
+        self.screens: dict[str, dict[str, Any]] = {}
         for method in (
             "agents.stop",
             "agents.resume",
@@ -52,6 +54,7 @@ class FakeDaemon:
             "agents.seen",
             "agents.send",
             "agents.screen",
+            "agents.output",
             "agents.timeline",
             "agents.allow",
             "agents.deny",
@@ -118,6 +121,17 @@ class FakeDaemon:
     async def _calls(self, conn: Connection, params: dict[str, Any]) -> Any:
         return [{"method": m, "params": p} for m, p in self.calls]
 
+    async def _set_screen(self, conn: Connection, params: dict[str, Any]) -> Any:
+        """What ``agents.output`` shows for an agent: ``{agent, lines, live?}``."""
+        agent = str(params["agent"])
+        old = self.screens.get(agent, {}).get("version", 0)
+        self.screens[agent] = {
+            "lines": list(params["lines"]),
+            "live": bool(params.get("live", True)),
+            "version": int(old) + 1,
+        }
+        return {}
+
     async def _drop(self, conn: Connection, params: dict[str, Any]) -> Any:
         """Drop every subscriber's connection (after this reply): tests reconnection."""
         victims = [c for c in self.subscribers if c is not conn]
@@ -135,6 +149,12 @@ class FakeDaemon:
             self.calls.append((method, dict(params)))
             if method == "agents.screen":
                 return {"text": f"recent output of {params.get('agent')}"}
+            if method == "agents.output":
+                screen = self.screens.get(str(params.get("agent")))
+                if screen is None:
+                    lines = [f"recent output of {params.get('agent')}"]
+                    return {"lines": lines, "text": lines[0], "version": 1, "live": True}
+                return {**screen, "text": "\n".join(screen["lines"])}
             if method == "agents.send":
                 return {"delivered": True, "resumed": False}
             if method == "agents.changes":

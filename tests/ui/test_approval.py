@@ -24,7 +24,7 @@ def test_shows_goal_report_workers_and_options(controller: Any, world: World) ->
     assert "the login bug" in dialog.report.toPlainText()
     assert "# Report" not in dialog.report.toPlainText()  # rendered, not raw Markdown
     rows = [
-        [dialog.workers.topLevelItem(i).text(c) for c in range(3)]
+        [dialog.workers.topLevelItem(i).text(c) for c in (0, 1, 3)]
         for i in range(dialog.workers.topLevelItemCount())
     ]
     assert [r[0] for r in rows] == ["worker-1", "worker-2"]
@@ -122,12 +122,11 @@ def test_each_worker_shows_the_change_it_would_merge_and_the_diff_on_demand(
     asked = [c.params for c in link.calls if c.method == "agents.changes"]
     assert asked == [{"agent": w, "diff": False} for w in workers]
     row = dialog.workers.topLevelItem(0)
-    assert row.text(3) == "2 files, +23 −3"
-    assert [row.child(i).text(2) for i in range(row.childCount())] == [
-        "src/auth/session.py",
-        "tests/test_session.py",
+    assert row.text(2) == "2 files, +23 −3"
+    assert [row.child(i).text(0) for i in range(row.childCount())] == [
+        "src/auth/session.py   +9 −3",
+        "tests/test_session.py   +14 −0",
     ]
-    assert row.child(0).text(3) == "+9 −3"
     assert dialog.diff.isHidden()  # on demand only
     dialog.workers.setCurrentItem(row)
     assert dialog.show_diff.isEnabled()
@@ -144,7 +143,7 @@ def test_a_change_git_cannot_tell_says_why(
     link.errors["agents.changes"] = "no branch or commit 'volee/worker-1'"
     dialog, _ = open_dialog(controller, world)
     qtbot.waitUntil(lambda: len(dialog.changes) == 2, timeout=3000)
-    assert dialog.workers.topLevelItem(0).text(3) == (
+    assert dialog.workers.topLevelItem(0).text(2) == (
         "unknown: no branch or commit 'volee/worker-1'"
     )
     dialog.workers.setCurrentItem(dialog.workers.topLevelItem(0))

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 from volee_desktop.core.model import Agent, RequestKind
 from volee_desktop.core.states import AgentState
 
-from .attention import short
+from .attention import label, short
 from .texts import STATE_COLOUR, STATE_LABEL
 
 FOLLOW_MS = 1000  # a shown window asks for the screen once a second
@@ -156,7 +156,7 @@ class AgentWindow(QWidget):
             for n in range(1, MAX_OPTIONS + 1):
                 button = self.answer_buttons[f"option:{n}"]
                 if n <= len(options):
-                    button.setText(short(options[n - 1], 28))
+                    button.setText(label(short(options[n - 1], 28)))
                     button.setToolTip(options[n - 1])
                 button.setVisible(n <= len(options))
             for button in self.answer_buttons.values():

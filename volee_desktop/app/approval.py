@@ -150,17 +150,21 @@ class ApprovalDialog(QDialog):
         self.workers = QTreeWidget(self)
         self.workers.setObjectName("workers")
         self.workers.setColumnCount(4)
-        self.workers.setHeaderLabels(["Worker", "Verdict", "Evidence", "Change"])
+        self.workers.setHeaderLabels(["Worker", "Verdict", "Change", "Evidence"])
         self.workers.setRootIsDecorated(True)  # a worker's changed files are its children
         self.workers.setWordWrap(True)
         self.workers.itemDoubleClicked.connect(lambda item, _c: self._diff_of(item))
         self.workers.currentItemChanged.connect(lambda *_: self._selection_changed())
-        self.show_diff = QPushButton("Show the diff", self)
+        self.show_diff = QPushButton("Show the &diff", self)
         self.show_diff.setObjectName("showDiff")
         self.show_diff.setAutoDefault(False)
         self.show_diff.setEnabled(False)
         self.show_diff.setToolTip("The change the selected worker's branch would merge (from git)")
         self.show_diff.clicked.connect(lambda: self._diff_of(self.workers.currentItem()))
+        self.diff_title = QLabel(self)
+        self.diff_title.setObjectName("diffTitle")
+        self.diff_title.setTextFormat(Qt.TextFormat.PlainText)
+        self.diff_title.hide()
         self.diff = QPlainTextEdit(self)
         self.diff.setObjectName("diff")
         self.diff.setReadOnly(True)
@@ -191,12 +195,13 @@ class ApprovalDialog(QDialog):
         layout.addWidget(self.goal)
         layout.addWidget(self.banner)
         layout.addWidget(QLabel("<b>The coordinator's report</b>", self))
-        layout.addWidget(self.report, 3)
+        layout.addWidget(self.report, 2)
         workers_row = QHBoxLayout()
         workers_row.addWidget(QLabel("<b>Workers</b> and the change each would merge", self), 1)
         workers_row.addWidget(self.show_diff)
         layout.addLayout(workers_row)
-        layout.addWidget(self.workers, 1)
+        layout.addWidget(self.workers, 2)
+        layout.addWidget(self.diff_title)
         layout.addWidget(self.diff, 3)
         layout.addWidget(self.question)
         layout.addLayout(self.options_row)
@@ -234,16 +239,20 @@ class ApprovalDialog(QDialog):
                 agent.delivery if agent is not None else None
             )
             verdict = assessment.verdict.value if assessment else "not judged yet"
-            item = QTreeWidgetItem([name, verdict, evidence_text(delivery), ""])
+            item = QTreeWidgetItem([name, verdict, "", evidence_text(delivery)])
             item.setData(0, Qt.ItemDataRole.UserRole, agent_id)
             if assessment is not None:
                 item.setForeground(1, QBrush(QColor(VERDICT_COLOUR[assessment.verdict])))
                 item.setToolTip(1, assessment.reason or verdict)
-            item.setToolTip(2, evidence_text(delivery))
+            item.setToolTip(3, evidence_text(delivery))
             self.workers.addTopLevelItem(item)
             self._show_change(item, self.changes.get(agent_id))
-        for col in (0, 1, 3):
+        for col in (0, 1, 2):
             self.workers.resizeColumnToContents(col)
+        self.workers.expandAll()
+        first = self.workers.topLevelItem(0)
+        if self.workers.currentItem() is None and first is not None:
+            self.workers.setCurrentItem(first)
 
         options = message.options if message is not None else ()
         approving = message.approving if message is not None else None
@@ -294,7 +303,8 @@ class ApprovalDialog(QDialog):
         for item in self._rows():
             if item.data(0, Qt.ItemDataRole.UserRole) == agent_id:
                 self._show_change(item, changes)
-        self.workers.resizeColumnToContents(3)
+        self.workers.resizeColumnToContents(2)
+        self.workers.expandAll()
         if "diff" in changes and self._diff_agent == agent_id:
             self._show_diff(changes)
         self._selection_changed()
@@ -302,14 +312,15 @@ class ApprovalDialog(QDialog):
     def _show_change(self, item: QTreeWidgetItem, changes: dict[str, Any] | None) -> None:
         item.takeChildren()
         if changes is None:
-            item.setText(3, "reading git…")
+            item.setText(2, "reading git…")
             return
-        item.setText(3, change_text(changes))
-        item.setToolTip(3, str(changes.get("error") or change_text(changes)))
+        item.setText(2, change_text(changes))
+        item.setToolTip(2, str(changes.get("error") or change_text(changes)))
         for f in changes.get("files") or []:
-            child = QTreeWidgetItem(["", "", str(f.get("path", "")), file_change_text(f)])
+            child = QTreeWidgetItem([f"{f.get('path', '')}   {file_change_text(f)}"])
             child.setData(0, Qt.ItemDataRole.UserRole, item.data(0, Qt.ItemDataRole.UserRole))
             item.addChild(child)
+            child.setFirstColumnSpanned(True)
 
     def _selection_changed(self) -> None:
         agent = self._agent_of(self.workers.currentItem())
@@ -333,6 +344,7 @@ class ApprovalDialog(QDialog):
         else:
             self.diff.setPlainText("Reading the diff from git…")
             self.diff.show()
+            self.diff_title.hide()
             self.diff_wanted.emit(agent)
 
     def _show_diff(self, changes: dict[str, Any]) -> None:
@@ -341,6 +353,16 @@ class ApprovalDialog(QDialog):
             text += "\n… (cut: the diff is longer; see it with git)"
         self.diff.setPlainText(text)
         self.diff.show()
+        agent = str(changes.get("agent") or self._diff_agent or "")
+        name = next(
+            (i.text(0) for i in self._rows() if i.data(0, Qt.ItemDataRole.UserRole) == agent),
+            agent,
+        )
+        self.diff_title.setText(
+            f"{name}: what merging {changes.get('branch', 'its branch')} into "
+            f"{changes.get('base', 'the base')} brings"
+        )
+        self.diff_title.show()
 
     @property
     def approving(self) -> str | None:

@@ -39,6 +39,12 @@ def short(text: str, limit: int) -> str:
     return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
 
 
+def label(text: str) -> str:
+    """``text`` for a menu entry or a button: Qt reads a lone ``&`` as a shortcut mark
+    (``rm -rf build/ && pytest`` showed as ``rm -rf build/ & pytest``)."""
+    return text.replace("&", "&&")
+
+
 def awaiting_missions(registry: Registry) -> list[MissionLine]:
     """Missions waiting for the person's approval, the longest waiting first."""
     out = []

@@ -49,7 +49,7 @@ from volee_desktop.core.states import AgentState
 
 from .actions import Action
 from .agent_model import AgentFilter, AgentListModel, AgentRole, IdRole
-from .attention import MissionLine, short
+from .attention import MissionLine, label, short
 from .delegate import AgentDelegate
 from .texts import action_label, can_resume, can_stop
 
@@ -304,6 +304,8 @@ class AgentPanel(QWidget):
                 label = QLabel(box)
                 label.setTextFormat(Qt.TextFormat.PlainText)
                 label.setStyleSheet("color: #212529;")
+                label.setWordWrap(True)  # a long goal must not widen the list
+                label.setMinimumWidth(120)
                 button = QPushButton("Review…", box)
                 button.setObjectName(f"review-{line.id}")
                 button.setAutoDefault(False)
@@ -364,7 +366,7 @@ class AgentPanel(QWidget):
         for n, key in enumerate(OPTION_KEYS, start=1):
             button = self.answer_buttons[f"option:{n}"]
             if n <= len(options):
-                button.setText(short(options[n - 1], 24))
+                button.setText(label(short(options[n - 1], 24)))
                 button.setToolTip(
                     f"Answer “{options[n - 1]}” ({QKeySequence(key).toString(_NATIVE)})"
                 )
@@ -391,7 +393,7 @@ class AgentPanel(QWidget):
                 answers = [(n, t, k) for n, t, k in ANSWERS]
             else:
                 answers = [
-                    (f"option:{n}", short(o, 40), OPTION_KEYS[n - 1] if n <= 6 else "")
+                    (f"option:{n}", label(short(o, 40)), OPTION_KEYS[n - 1] if n <= 6 else "")
                     for n, o in enumerate(request.options, start=1)
                 ]
             for name, text, shortcut in answers:

@@ -19,7 +19,7 @@ from PySide6.QtCore import QObject, QRect, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from .attention import MENU_AGENTS, AgentLine, MissionLine, short
+from .attention import MENU_AGENTS, AgentLine, MissionLine, label, short
 from .icons import IconCache
 from .summary import TraySummary
 
@@ -149,21 +149,21 @@ class Tray(QObject):
 
     def _fill(self, sub: QMenu, line: AgentLine) -> None:
         sub.clear()
-        sub.setTitle(short(line.text(), MENU_TEXT))
+        sub.setTitle(label(short(line.text(), MENU_TEXT)))
         sub.setObjectName(f"agent-{line.id}")
         action = sub.menuAction()
         action.setToolTip(line.request + (f"\n{line.project}" if line.project else ""))
         me = weakref.ref(self)
 
         def add(text: str, name: str) -> None:
-            item = sub.addAction(text)
+            item = sub.addAction(label(text))
             item.setObjectName(f"{name}-{line.id}")
             item.triggered.connect(lambda _=False, a=line.id: _emit(me, name, a))
 
-        info = sub.addAction(short(line.request, 2 * MENU_TEXT))
+        info = sub.addAction(label(short(line.request, 2 * MENU_TEXT)))
         info.setEnabled(False)
         if line.project:
-            where = sub.addAction(f"in {line.project}")
+            where = sub.addAction(label(f"in {line.project}"))
             where.setEnabled(False)
         sub.addSeparator()
         if line.kind == "question" and line.options:
@@ -180,7 +180,7 @@ class Tray(QObject):
     def _refresh_times(self) -> None:
         now = self.clock()
         for item, line in zip(self._mission_actions, self._missions, strict=False):
-            item.setText(short(line.text(now), MENU_TEXT + 20))
+            item.setText(label(short(line.text(now), MENU_TEXT + 20)))
 
     def show(self) -> bool:
         """Show the icon; False when there is no system tray to show it in."""
