@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,23 @@ def test_session_start_links_the_session_and_leaves_launching() -> None:
     assert isinstance(events[0], ev.SessionLinked)
     assert (events[0].session, events[0].how) == (payload["session_id"], "started")
     assert states(events) == [(AgentState.IDLE, "")]
+
+
+def test_session_start_tells_the_model_once_it_changes() -> None:
+    # Seed 002: model-changed, better knowledge of how the agent runs (interactive starts only).
+    payload = {**sample("claude-hook-SessionStart-startup"), "model": "claude-sonnet-5"}
+
+    events = hook_events(agent(), "SessionStart", payload, AT)
+    assert [e.model for e in events if isinstance(e, ev.ModelChanged)] == ["claude-sonnet-5"]
+
+    same = hook_events(replace(agent(), model="claude-sonnet-5"), "SessionStart", payload, AT)
+    assert not [e for e in same if isinstance(e, ev.ModelChanged)]
+    without = {k: v for k, v in payload.items() if k != "model"}
+    assert not [
+        e
+        for e in hook_events(agent(), "SessionStart", without, AT)
+        if isinstance(e, ev.ModelChanged)
+    ]
 
 
 def test_resumed_session_start_is_a_resume() -> None:
