@@ -93,6 +93,7 @@ def _identifier(tmp_path: Path, table: Table, dead: frozenset[int] = frozenset()
         table,
         own_pid=DAEMON,
         alive=lambda r: r.program_pid not in dead,
+        host_alive=lambda r: r.host_pid not in dead,
     )
 
 
@@ -135,8 +136,16 @@ def test_what_the_process_claims_never_outranks_its_ancestry(tmp_path: Path) -> 
 
 def test_a_reused_program_pid_is_not_the_agent(tmp_path: Path) -> None:
     # The record says program 101, but whatever has pid 101 now started after it ended.
-    identify = _identifier(tmp_path, Table(parents=dict(TREE)), dead=frozenset({101}))
+    identify = _identifier(tmp_path, Table(parents=dict(TREE)), dead=frozenset({100, 101}))
     assert identify(peer(103)).kind is CallerKind.PERSON
+
+
+def test_an_orphan_the_host_adopted_is_its_agent(tmp_path: Path) -> None:
+    # setsid and a double fork: re-parented to the host (the subreaper), in a new session.
+    table = Table(parents={**TREE, 310: 100}, sessions={310: 310})
+    caller = _identifier(tmp_path, table)(peer(310))
+    assert caller.agent == A1
+    assert "descends from volee's host (pid 100) of agent alpha" in caller.how
 
 
 def test_a_process_that_left_the_tree_is_known_by_its_session(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 A real daemon process and a generic agent whose command plays the attacker from inside
 the agent: ``volee send``, ``volee mission answer``, raw IPC requests claiming the person,
-a forged hook, and volee's MCP relay started with ``VOLEE_AGENT=human``.  Each is refused
+a forged hook, volee's MCP relay started with ``VOLEE_AGENT=human``, and a process that
+daemonized away from the agent's tree without its ``VOLEE_AGENT``.  Each is refused
 (``forbidden``, or the routing rule) and shows in the agent's timeline; the same commands
 from the person's own shell (this test's process) work.
 """
@@ -89,6 +90,11 @@ VOLEE_AGENT=human "$PY" -m volee_desktop.cli whoami --json > whoami-claimed.json
 echo "rc=$?" >> answer.out
 "$PY" raw.py {coord} > raw.out 2>&1
 "$PY" mcp_client.py > mcp.out 2> mcp.err
+# Daemonized away (setsid and a double fork), without VOLEE_AGENT: adopted by the host.
+env -u VOLEE_AGENT setsid sh -c "( sleep 0.5; '$PY' -m volee_desktop.cli whoami --json \
+    > whoami-daemonized.json 2>&1; '$PY' -m volee_desktop.cli mission answer {mission} \
+    --option approve > answer-daemonized.out 2>&1; touch daemonized ) &"
+while [ ! -e daemonized ]; do sleep 0.1; done
 touch done
 exec sleep 600
 """
@@ -152,6 +158,10 @@ def test_an_agent_cannot_act_as_the_person_and_the_person_still_can(volee: Volee
         who = json.loads((out / name).read_text())
         assert (who["kind"], who["agent"], who["name"]) == ("agent", intruder, "intruder")
         assert "descends from the program" in who["how"]
+    who = json.loads((out / "whoami-daemonized.json").read_text())
+    assert (who["kind"], who["agent"]) == ("agent", intruder), _files(out)
+    assert "descends from volee's host" in who["how"]
+    assert "forbidden" in (out / "answer-daemonized.out").read_text()
 
     send = (out / "send.out").read_text()
     assert "intruder may not write to" in send

@@ -355,3 +355,24 @@ def test_the_host_itself_records_a_failed_start(
     assert record.error == expected
     assert record.program_pid is None
     assert not record.running
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER")
+def test_a_process_that_daemonizes_away_from_the_program_is_adopted_by_its_host(
+    rig: Rig,
+) -> None:
+    # setsid and a double fork, as a daemon does: without a subreaper it would go to init, and
+    # the daemon could no longer tell which agent it belongs to (docs/trust-model.md).
+    pidfile = rig.root / "orphan.pid"
+    script = f"setsid sh -c '( sh -c \"echo \\$\\$ > {pidfile}; exec sleep 30\" ) &'; sleep 60"
+    record = rig.launch(["sh", "-c", script])
+    wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), 10, "the orphan's pid")
+    orphan = int(pidfile.read_text())
+    assert os.getsid(orphan) != record.program_pid  # it left the program's session
+    wait_until(lambda: _ppid(orphan) == record.host_pid, 10, "the orphan re-parented to the host")
+    # When it ends, the host reaps it: no zombie is left behind.
+    os.kill(orphan, signal.SIGKILL)
+    wait_until(lambda: not psutil.pid_exists(orphan), 10, "the orphan reaped")
+    current = read_record(rig.record_path("ag_1"))
+    assert current is not None
+    assert program_alive(current)

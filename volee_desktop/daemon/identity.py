@@ -8,7 +8,8 @@ whatever its requests say.  In order, the first that matches decides:
 1. an ancestor (or the peer itself) is the program of a live agent: the
    program pid of its host record (checked against the record's start time, so
    a reused pid is not taken for it), or the pid of a live agent volee only
-   watches (found by discovery);
+   watches (found by discovery); or the agent's host, which on Linux adopts
+   the orphans of its program's tree (a subreaper: ``hosts/spawn.py``);
 2. the peer's session is the session of such a program (the host makes the
    program a session leader: a process that double-forked away from the tree
    without ``setsid`` keeps it);
@@ -35,7 +36,7 @@ from typing import Protocol
 from ..core.model import Location
 from ..core.registry import Registry
 from ..hosts.errors import RecordError
-from ..hosts.records import HostRecord, program_alive, read_record
+from ..hosts.records import HostRecord, host_alive, program_alive, read_record
 from ..ipc.caller import Caller
 from ..ipc.transport import PeerCredentials
 
@@ -110,11 +111,12 @@ def host_agent(cmdline: list[str]) -> str | None:
 
 @dataclass(frozen=True)
 class Program:
-    """A live agent's program, as identification knows it."""
+    """A live agent's program (or its host), as identification knows it."""
 
     agent: str
     pid: int
     record: HostRecord | None  # None for an agent volee only watches
+    what: str = "the program"  # or "volee's host", which adopts the program's orphans
 
 
 class HostRecords:
@@ -161,12 +163,14 @@ class Identifier:
         table: ProcessTable | None = None,
         own_pid: int | None = None,
         alive: Callable[[HostRecord], bool] = program_alive,
+        host_alive: Callable[[HostRecord], bool] = host_alive,
     ) -> None:
         self._registry = registry
         self._records = records
         self._table = table or PsutilTable()
         self._own_pid = os.getpid() if own_pid is None else own_pid
         self._alive = alive
+        self._host_alive = host_alive
 
     def programs(self, registry: Registry) -> dict[int, Program]:
         """The program pid of every live agent."""
@@ -175,6 +179,11 @@ class Identifier:
             # A forgotten agent whose program still runs is still that agent, not the person.
             if record.agent in registry.names and record.program_pid is not None:
                 found[record.program_pid] = Program(record.agent, record.program_pid, record)
+                # On Linux the host is the subreaper of its program's tree: what daemonized
+                # away from the program (setsid and all) is re-parented to it.
+                found.setdefault(
+                    record.host_pid, Program(record.agent, record.host_pid, record, "volee's host")
+                )
         for agent in registry.agents.values():
             # Agents volee only watches: their pid from discovery, while they live.
             if (
@@ -189,7 +198,11 @@ class Identifier:
     def _verified(self, program: Program | None) -> bool:
         if program is None:
             return False
-        return program.record is None or self._alive(program.record)
+        if program.record is None:
+            return True
+        if program.pid == program.record.host_pid:
+            return self._host_alive(program.record)
+        return self._alive(program.record)
 
     def ancestry(self, pid: int) -> list[int]:
         """``pid`` and its ancestors, nearest first (up to, not including, pid 0/1)."""
@@ -224,7 +237,7 @@ class Identifier:
                 return Caller.of_agent(
                     program.agent,
                     pid,
-                    f"{what} the program (pid {ancestor}) of agent {name(program.agent)}",
+                    f"{what} {program.what} (pid {ancestor}) of agent {name(program.agent)}",
                 )
         session = self._table.session(pid)
         program = programs.get(session) if session is not None else None

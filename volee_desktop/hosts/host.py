@@ -42,7 +42,7 @@ import time
 from volee_desktop.hosts import recordio, wire
 from volee_desktop.hosts.requests import Requests, _Client
 from volee_desktop.hosts.ring import Ring
-from volee_desktop.hosts.spawn import HOST_SIGNALS, spawn_in_pty
+from volee_desktop.hosts.spawn import HOST_SIGNALS, become_subreaper, spawn_in_pty
 
 SCROLLBACK_BYTES = 256 * 1024
 # A client that stops reading while the program prints is dropped past this much backlog.
@@ -100,6 +100,7 @@ class Host(Requests):
         self.linger = linger
         self.record: dict[str, object] = {}
         self.pid = 0
+        self.subreaper = False  # adopts the program's orphans (Linux; _spawn)
         self.master = -1
         self.scrollback = Ring(SCROLLBACK_BYTES)
         self.paste_mode = False
@@ -156,6 +157,7 @@ class Host(Requests):
         return None
 
     def _spawn(self) -> str | None:
+        self.subreaper = become_subreaper()
         result = spawn_in_pty(self.argv, self.cwd, self.env, self.rows, self.cols)
         if isinstance(result, str):
             return result
@@ -276,14 +278,20 @@ class Host(Requests):
         return True
 
     def _reap(self) -> None:
-        if self.exit is not None:
-            return
-        try:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+        # As a subreaper the host also adopts the program's orphans: it reaps them as they end.
+        while True:
+            try:
+                pid, status = os.waitpid(-1 if self.subreaper else self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.pid and self.exit is None:
+                self._ended(status)
+            if not self.subreaper:
+                return
+
+    def _ended(self, status: int) -> None:
         self._drain_master()
         exit_info = recordio.exit_fields(status)
         exit_info["stop_requested"] = self.stop_requested

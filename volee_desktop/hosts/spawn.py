@@ -10,6 +10,7 @@ import fcntl
 import os
 import signal
 import struct
+import sys
 import termios
 
 # The host handles these itself; the program must get them with default dispositions.
@@ -31,6 +32,24 @@ def _start_error(argv0: str, exc: OSError, phase: str, cwd: str) -> str:
     if isinstance(exc, PermissionError):
         return f"cannot start {argv0!r}: permission denied (is it executable?)"
     return f"cannot start {argv0!r}: {exc.strerror or exc}"
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Adopt the program's orphans (Linux): a process that daemonizes away from the agent's
+    tree (even with ``setsid``) is re-parented to its host, not to init, so the daemon still
+    knows whose it is (docs/trust-model.md).  The host then reaps them.  False elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
 
 
 def spawn_in_pty(
