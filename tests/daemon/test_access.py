@@ -73,10 +73,14 @@ PERSON_ONLY = [
     ("subscribe", {"since": None}, "subscribe to every event"),
     ("agents.seen", {"agent": "worker"}, "mark agent worker seen"),
     ("missions.create", {"goal": "x", "repositories": ["/"]}, "create a mission"),
-    # Methods with no rule (the allow/deny of a request, settings, anything new).
-    ("agents.allow", {"agent": "worker"}, "call agents.allow"),
-    ("agents.deny", {"agent": "worker"}, "call agents.deny"),
+    ("agents.allow", {"agent": "worker"}, "allow agent worker's request as the person"),
+    ("agents.deny", {"agent": "worker"}, "deny agent worker's request as the person"),
+    ("agents.answer", {"agent": "worker", "option": 1}, "answer agent worker's question"),
+    ("missions.evidence", {"agent": "worker"}, "record delivery evidence for agent worker"),
+    ("subscribe.interactive", {}, "subscribe as the person's interface"),
+    # Methods with no rule (settings, anything new) are the person's too.
     ("settings.set", {"key": "agents.restart_on_crash"}, "call settings.set"),
+    ("anything.new", {}, "call anything.new"),
 ]
 
 
@@ -98,7 +102,8 @@ def test_the_person_may_call_everything_unchanged(registry: Registry, method: st
 @pytest.mark.parametrize(
     "method",
     [
-        "agents.list", "agents.get", "agents.timeline", "agents.screen", "daemon.status",
+        "agents.list", "agents.get", "agents.timeline", "agents.screen", "agents.output",
+        "agents.changes", "daemon.status",
         "discovery.refresh", "missions.list", "missions.show", "missions.check", "caller",
     ],
 )  # fmt: skip

@@ -44,6 +44,7 @@ tries = [
     ("agents.send", {"agent": coord, "text": "y", "sender": "human"}),
     ("hook", {"event": "Stop", "payload": "{}", "agent": coord, "harness": "claude"}),
     ("agents.stop", {"agent": coord}),
+    ("agents.allow", {"agent": coord}),
     ("daemon.stop", {}),
 ]
 with Client.connect(Path(os.environ["VOLEE_SOCKET"]), timeout=30) as client:
@@ -174,7 +175,7 @@ def test_an_agent_cannot_act_as_the_person_and_the_person_still_can(volee: Volee
     raw = _lines(out / "raw.out")
     assert [r["method"] for r in raw] == [
         "messages.post", "messages.post", "messages.read", "agents.send", "hook",
-        "agents.stop", "daemon.stop",
+        "agents.stop", "agents.allow", "daemon.stop",
     ], _files(out)  # fmt: skip
     for r in raw:
         if r["method"] != "hook":
@@ -206,6 +207,7 @@ def test_an_agent_cannot_act_as_the_person_and_the_person_still_can(volee: Volee
         "refused: tried to send a message as the person",
         f"refused: tried to report hook events as agent {coord}",
         "refused: tried to stop the daemon",
+        f"refused: tried to allow agent {coord}'s request as the person",
         "refused: tried to use volee's MCP tools as the person (VOLEE_AGENT=human)",
     ]
     for line in expected:

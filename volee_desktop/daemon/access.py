@@ -243,6 +243,7 @@ RULES: dict[str, Rule] = {
     "agents.timeline": _anyone,
     "agents.screen": _anyone,
     "agents.changes": _anyone,
+    "agents.output": _anyone,
     "daemon.status": _anyone,
     "discovery.refresh": _anyone,
     "missions.list": _anyone,
@@ -271,6 +272,13 @@ RULES: dict[str, Rule] = {
     "missions.answer": _person_only("answer mission {mission}'s report as the person"),
     "missions.create": _person_only("create a mission", "ask the person for one with post_message"),
     "agents.seen": _person_only("mark agent {agent} seen as the person"),
+    "agents.allow": _person_only("allow agent {agent}'s request as the person"),
+    "agents.deny": _person_only("deny agent {agent}'s request as the person"),
+    "agents.answer": _person_only("answer agent {agent}'s question as the person"),
+    "missions.evidence": _person_only(
+        "record delivery evidence for agent {agent}", "volee reads it from git itself"
+    ),
+    "subscribe.interactive": _person_only("subscribe as the person's interface"),
     "subscribe": _person_only(
         "subscribe to every event (it carries the person's messages)",
         "`volee ls` and `volee timeline` read what you need",
