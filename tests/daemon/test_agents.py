@@ -589,17 +589,41 @@ async def test_a_missing_cwd_is_refused(rig: Rig) -> None:
     assert rig.d.service.registry.agents == {}
 
 
-async def test_a_missing_binary_fails_the_agent_saying_what_to_do(
+async def test_a_missing_binary_is_refused_saying_what_to_do_and_keeps_no_agent(
     rig: Rig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rig.d.agents.binaries["claude"] = str(rig.root / "no-claude")
 
-    with pytest.raises(IpcError, match="no-claude does not exist or cannot run; install claude"):
+    with pytest.raises(
+        IpcError, match="no-claude does not exist or cannot run; install claude"
+    ) as e:
         await rig.spawn("x", name="nobin")
+    assert "VOLEE_CLAUDE_BIN" in str(e.value)
+    assert "no agent was kept" in str(e.value)
+    # No failed agent left to notify about what the person just read in their terminal.
+    assert rig.d.service.registry.agents == {}
+    decoded = [decode_event(r.type, r.version, r.payload) for r in rig.d.log.read(0)]
+    assert not [e for e in decoded if isinstance(e, ev.StateChanged)]
+    assert [type(e) for e in decoded if isinstance(e, ev.AgentEvent)] == [
+        ev.AgentRegistered,
+        ev.AgentForgotten,
+    ]
+    # The name is free for the next try, once claude is installed.
+    rig.d.agents.binaries["claude"] = str(FAKE_CLAUDE)
+    agent = await rig.spawn("x", name="nobin")
+    assert agent["name"] == "nobin"
 
-    agent = next(iter(rig.d.service.registry.agents.values()))
-    assert agent.state is AgentState.FAILED
-    assert "VOLEE_CLAUDE_BIN" in agent.detail
+
+async def test_a_generic_command_that_does_not_exist_keeps_no_agent(rig: Rig) -> None:
+    with pytest.raises(IpcError, match="could not start"):
+        await rig.call(
+            "agents.spawn",
+            harness="generic",
+            argv=["/nonexistent/prog"],
+            name="ghost",
+            cwd=str(rig.project),
+        )
+    assert rig.d.service.registry.agents == {}
 
 
 async def test_a_too_old_binary_names_the_versions(rig: Rig) -> None:

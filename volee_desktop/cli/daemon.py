@@ -66,14 +66,15 @@ def cmd_daemon_run(args: argparse.Namespace) -> int:
     import asyncio
     import logging
 
+    from ..daemon import logfile
     from ..daemon.errors import AlreadyRunning
     from ..daemon.main import run_foreground
     from ..store.errors import StoreError
 
     folders = dirs()
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    if not logging.getLogger().handlers:
+        # Size-capped when its output is logs/daemon.log (started by `volee`); else stderr.
+        logfile.setup(folders.logs / "daemon.log")
     try:
         return asyncio.run(run_foreground(folders))
     except AlreadyRunning as exc:

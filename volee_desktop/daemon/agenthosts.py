@@ -234,11 +234,6 @@ class AgentHosts:
         except HarnessError as exc:
             raise Refused(str(exc)) from exc
 
-    async def launch_failed(self, agent: Agent, reason: str) -> None:
-        await self.service.commit(
-            [ev.StateChanged(at=self.now(), agent=agent.id, state=AgentState.FAILED, detail=reason)]
-        )
-
     # --- watching --------------------------------------------------------------------------
 
     def watch(self, agent_id: str, host: HostRecord) -> None:

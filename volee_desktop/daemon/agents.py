@@ -154,9 +154,19 @@ class AgentsRunner(AgentHosts):
             plan = profile.launch(agent_id, settings, self.context(agent_id, harness))
             await self.start_host(agent, plan, how=ev.StartKind.LAUNCH, automatic=False)
         except (HostsError, HarnessError, Refused, OSError) as exc:
-            await self.launch_failed(agent, str(exc))
-            raise Refused(f"agent {name} ({agent_id}) could not start: {exc}") from exc
+            # Its program never ran, and the caller reads why right now: keep no failed agent
+            # behind (it would raise a notification about what the person just read).
+            await self.drop_unstarted(agent)
+            kept = f"; its worktree {worktree} stays" if worktree else ""
+            raise Refused(f"agent {name} could not start: {exc} (no agent was kept{kept})") from exc
         return self.service.registry.agents[agent_id]
+
+    async def drop_unstarted(self, agent: Agent) -> None:
+        """Remove an agent whose first launch was refused before its program ran."""
+        await self.service.commit([ev.AgentForgotten(at=self.now(), agent=agent.id)])
+        for path in (self.record_of(agent.id), self.record_of(agent.id).with_suffix(".log")):
+            path.unlink(missing_ok=True)
+        shutil.rmtree(self.files_of(agent.id), ignore_errors=True)
 
     async def api_send(self, _conn: Connection, params: dict[str, Any]) -> Any:
         agent = self._agent(params)
