@@ -42,7 +42,12 @@ def test_a_real_claude_coordinator_posts_and_presents_its_report_through_mcp(
     rig: Rig, real_fake_anthropic: FakeAnthropic
 ) -> None:
     server = real_fake_anthropic
-    rig.env.update(claude_env(rig.root / "h", server.port, rig.project))
+    # Claude Code's environment, but not the sandbox's VOLEE_HOME: the daemon, its hosts and
+    # `volee mcp` must run under the rig's home, which rig.close() stops (they outlived the
+    # test when the daemon ran under the other one).
+    harness = claude_env(rig.root / "h", server.port, rig.project)
+    harness.pop("VOLEE_HOME", None)
+    rig.env.update(harness)
     post = json.dumps({"to": ["human"], "body": "hello from the coordinator"})
     goal = f"survey the project\nMCP: mcp__volee__post_message {post}"
     mission = rig.volee(
