@@ -224,3 +224,11 @@ async def test_every_file_volee_writes_is_0600_and_every_folder_0700(rig: Rig) -
         assert _mode(rig.record_path("ag_1").parent) == 0o700
     finally:
         os.umask(old)
+
+
+def test_the_mcp_relay_never_opens_a_session_on_a_planted_socket(planted: Planted) -> None:
+    from volee_desktop.mcp import relay
+
+    with pytest.raises(relay.Unreachable, match="not a private folder of yours"):
+        relay.Relay(str(planted.path), "ag_x").connect()
+    assert planted.accepted == 0

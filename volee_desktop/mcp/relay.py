@@ -41,6 +41,31 @@ _CHUNK = 65536
 UNREACHABLE = -32000  # JSON-RPC "server error" range
 
 
+def _check_ours(path: str) -> None:
+    """Refuse a socket, or a folder of it, that another user owns or may write (the MCP
+    session carries the agent's work): the rule of ``ipc.transport.check_server_path``."""
+    me = os.geteuid()
+    folder = os.path.dirname(path) or "."
+    st = os.lstat(folder)
+    if st.st_uid != me or st.st_mode & 0o022 or (st.st_mode & 0o170000) != 0o040000:
+        raise PermissionError(f"the folder {folder} is not a private folder of yours")
+    st = os.lstat(path)
+    if st.st_uid != me or (st.st_mode & 0o170000) != 0o140000:
+        raise PermissionError(f"{path} is not a socket of yours (owner uid {st.st_uid})")
+
+
+def _check_peer(sock: Any, path: str) -> None:
+    import _socket
+
+    option = getattr(_socket, "SO_PEERCRED", None)
+    if option is None:  # macOS and the BSDs: the owner checks stand alone
+        return
+    raw = sock.getsockopt(_socket.SOL_SOCKET, option, 12)
+    uid = int.from_bytes(raw[4:8], sys.byteorder)
+    if uid != os.geteuid():
+        raise PermissionError(f"{path} is served by uid {uid}, not by you")
+
+
 class _Parsing:
     """What ``_json.make_scanner`` reads from a decoder: plain JSON, like ``json.loads``."""
 
@@ -128,8 +153,10 @@ class Relay:
 
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
+            _check_ours(self.socket_path)
             sock.settimeout(CONNECT_TIMEOUT)
             sock.connect(self.socket_path)
+            _check_peer(sock, self.socket_path)
             sock.sendall(open_request(self.agent))
             buf = b""
             while b"\n" not in buf:
