@@ -352,6 +352,25 @@ async def test_a_dialog_not_on_screen_is_refused_and_nothing_is_typed(
     assert rig.agent(view["id"]).request == other
 
 
+async def test_refused_in_its_own_terminal_ends_the_request_and_a_later_allow_is_refused(
+    rig: Rig, typed: list[bytes]
+) -> None:
+    view = await asking(rig)
+    request = rig.agent(view["id"]).request
+    assert request is not None
+
+    # The person presses Esc where the agent runs: Claude Code fires no hook for that.
+    with HostClient(rig.d.agents.socket_of(view["id"])).open_stream() as stream:
+        stream.write(b"\x1b")
+        agent = await rig.wait_state(view["id"], AgentState.IDLE, "answered in its terminal")
+
+    assert agent.request is None
+    with pytest.raises(IpcError, match="asks nothing now"):
+        await rig.call("agents.allow", agent=view["id"], request=request.id)
+    assert typed == []
+    assert not (rig.project / "asked.txt").exists()
+
+
 async def test_output_is_the_rendered_screen_and_the_last_one_is_kept(rig: Rig) -> None:
     view = await rig.spawn("RUN: echo printed-before-the-end")
     await rig.wait_state(view["id"], AgentState.DONE)

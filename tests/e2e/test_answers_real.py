@@ -109,23 +109,30 @@ def test_claude_deny_does_not_run_it_and_the_agent_carries_on(
 
 
 @pytest.mark.claude
+@pytest.mark.parametrize(("key", "ran"), [(b"1", True), (b"\x1b", False)], ids=["yes", "esc"])
 def test_claude_answered_in_its_own_terminal_then_a_later_allow_is_refused(
-    claude: Volee, real_sandbox: Sandbox
+    claude: Volee, real_sandbox: Sandbox, key: bytes, ran: bool
 ) -> None:
     project = real_sandbox.project
     agent_id = spawn_manual(claude, project, "c3", "RUN: touch own.txt")
     request = asks(claude, "c3", "Bash: touch own.txt", "Do you want to proceed?")["request"]
 
-    # The person answers in the agent's own terminal (attached), with Claude Code's key.
+    # The person answers in the agent's own terminal (attached), with Claude Code's keys:
+    # "1" runs it (hooks say so); Esc refuses it and no hook fires (the screen says so).
     with HostClient(claude.record(agent_id)["socket"]).open_stream() as stream:
-        stream.write(b"1")
+        stream.write(key)
         claude.wait("c3", lambda a: a["request"] is None, "the request to end", timeout=30)
-    claude.wait_state("c3", "done", timeout=30)
-    assert (project / "own.txt").exists()
+    agent = claude.wait(
+        "c3", lambda a: a["state"] in ("done", "idle"), "the turn to end", timeout=30
+    )
+    assert (project / "own.txt").exists() is ran
+    if not ran:
+        assert agent["detail"] == "answered in its terminal"
 
     late = claude.cli("allow", "c3", "--request", request["id"], check=False)
     assert late.returncode == 1
     assert "c3 asks nothing now" in late.stderr
+    assert (project / "own.txt").exists() is ran
 
 
 @pytest.mark.claude
@@ -202,3 +209,36 @@ def test_codex_deny_does_not_run_it(codex: Volee, real_sandbox: Sandbox) -> None
     )
     assert not (project / "third.txt").exists()
     assert "request answered by human: deny" in codex.cli("timeline", "x2").stdout
+
+
+QUESTION = (
+    'MCP: AskUserQuestion {"questions": [{"question": "Which database should we use?", '
+    '"header": "Database", "options": [{"label": "Postgres", "description": "a server"}, '
+    '{"label": "SQLite", "description": "a file"}], "multiSelect": false}]}'
+)
+
+
+@pytest.mark.claude
+@pytest.mark.parametrize(
+    ("args", "answered"), [(["2"], '=\\"SQLite\\"'), (["--reply", "MySQL"], '=\\"MySQL\\"')]
+)
+def test_claude_question_answered_by_option_or_reply(
+    claude: Volee,
+    real_sandbox: Sandbox,
+    real_fake_anthropic: FakeAnthropic,
+    args: list[str],
+    answered: str,
+) -> None:
+    spawn_manual(claude, real_sandbox.project, "q1", QUESTION)
+    agent = asks(
+        claude, "q1", "Which database should we use? (Postgres / SQLite)", "Type something"
+    )
+    assert agent["request"]["kind"] == "question"
+    assert agent["request"]["options"] == ["Postgres", "SQLite"]
+    assert "asks a question" in claude.cli("send", "q1", "SQLite", check=False).stderr
+
+    claude.cli("answer", "q1", *args)
+
+    claude.wait_state("q1", "done", timeout=30)
+    log = (real_sandbox.root / "anthropic.jsonl").read_text()
+    assert f'Which database should we use?\\"{answered}' in log

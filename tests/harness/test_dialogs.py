@@ -134,3 +134,10 @@ def test_a_question_is_answered_by_option_or_reply_on_its_own_screen() -> None:
 def test_a_permission_is_not_answered_with_an_option() -> None:
     refusal = keys_for(CLAUDE, bash("touch asked.txt"), Decision("option", option=1))
     assert refusal == "it asks a permission (Bash: touch asked.txt): allow or deny it"
+
+
+def test_a_dialog_with_text_or_a_prompt_under_it_is_closed() -> None:
+    answered = [*CLAUDE, "", "Interrupted · What should Claude do instead?", "❯ "]
+    assert find_dialog(answered) is None
+    assert find_dialog([*CLAUDE[:-1], "❯"]) is None
+    assert keys_for(answered, bash("touch asked.txt"), ALLOW) == "no dialog is open on its screen"

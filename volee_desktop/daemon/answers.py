@@ -42,6 +42,9 @@ DIALOG_WAIT = 3.0
 #: How long a refusal waits for its dialog to go before the reason is typed as a message.
 CLOSE_WAIT = 3.0
 OUTPUT_LINES = 40
+#: How long output must settle before volee looks whether a dialog is still on screen.
+SETTLE = 1.0
+ANSWERED_THERE = "answered in its terminal"
 
 
 def denied_notice(request: Request) -> str:
@@ -60,7 +63,13 @@ class Answers:
         self.clock = ctx.clock
         self.agents = agents
         self.screens = agents.screens
+        self.tasks = ctx.tasks
         self._locks: dict[str, asyncio.Lock] = {}
+        # Requests whose dialog was seen on screen, and agents with a look scheduled.
+        self._seen: set[str] = set()
+        self._looking: set[str] = set()
+        self._again: set[str] = set()
+        self.screens.on_output.append(self._output)
         for name, fn in (
             ("agents.allow", self.api_allow),
             ("agents.deny", self.api_deny),
@@ -244,6 +253,77 @@ class Answers:
         await self.service.commit(
             [ev.MessageDelivered(at=self.clock.now(), message=message_id, recipient=agent.id)]
         )
+
+    # --- answered in the agent's own terminal -------------------------------------------------
+
+    def _output(self, agent_id: str) -> None:
+        """New output of an agent: if it asks something, look whether its dialog is (still)
+        on screen; output during a look makes it look once more."""
+        if agent_id in self._looking:
+            self._again.add(agent_id)
+            return
+        agent = self.service.current().agents.get(agent_id)
+        if agent is None or agent.request is None or agent.request.answered is not None:
+            return
+        self._looking.add(agent_id)
+        self.tasks.spawn(self._look(agent_id), f"look at {agent.name}'s dialog")
+
+    async def _look(self, agent_id: str) -> None:
+        try:
+            while True:
+                self._again.discard(agent_id)
+                if await self._dialog_gone(agent_id) is not None:
+                    # Gone: look again a moment later (a redraw is not an answer), then end
+                    # the request unless a hook said what happened (the tool ran) meanwhile.
+                    await self.clock.wait(asyncio.Event(), SETTLE)
+                    request = await self._dialog_gone(agent_id)
+                    if request is not None:
+                        await self._ended_in_terminal(agent_id, request)
+                if agent_id not in self._again:
+                    return
+        finally:
+            self._looking.discard(agent_id)
+            self._again.discard(agent_id)
+
+    async def _dialog_gone(self, agent_id: str) -> Request | None:
+        """The open request whose dialog was on screen and is no longer (None otherwise)."""
+        agent = self.service.current().agents.get(agent_id)
+        request = agent.request if agent is not None else None
+        if request is None or request.answered is not None:
+            return None
+        snapshot = await self.screens.snapshot(agent_id)
+        if snapshot is None or not snapshot.live:
+            return None
+        if _still_shows(snapshot, request):
+            self._seen.add(request.id)
+            return None
+        return request if request.id in self._seen else None
+
+    async def _ended_in_terminal(self, agent_id: str, request: Request) -> None:
+        """Answered where the agent runs, with no hook to say so (a refusal with Esc): the
+        request ends, so volee's buttons go and a later answer is refused."""
+        lock = self._locks.setdefault(agent_id, asyncio.Lock())
+        async with lock:
+            agent = self.service.current().agents.get(agent_id)
+            if agent is None or agent.request is None or agent.request.id != request.id:
+                return
+            if agent.request.answered is not None:
+                return
+            self._seen.discard(request.id)
+            log.info("%s's dialog (%s) was answered in its terminal", agent.name, request.summary)
+            try:
+                await self.service.commit(
+                    [
+                        ev.StateChanged(
+                            at=self.clock.now(),
+                            agent=agent_id,
+                            state=AgentState.IDLE,
+                            detail=ANSWERED_THERE,
+                        )
+                    ]
+                )
+            except Refused as exc:
+                log.info("the end of %s's request was not recorded: %s", agent.name, exc)
 
 
 def _may_still_be_drawn(reason: str) -> bool:

@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -163,6 +164,8 @@ class Screens:
         self.terms: dict[str, Term] = {}
         self.last: dict[str, Snapshot] = {}
         self._changed: dict[str, asyncio.Event] = {}
+        #: Called with the agent's id at each of its outputs (cheap: nothing is rendered).
+        self.on_output: list[Callable[[str], None]] = []
 
     def path_of(self, agent_id: str) -> Path:
         return self.folder / f"{agent_id}.json"
@@ -180,6 +183,8 @@ class Screens:
         changed = self._changed.pop(agent_id, None)
         if changed is not None:
             changed.set()
+        for fn in self.on_output:
+            fn(agent_id)
 
     def changed(self, agent_id: str) -> asyncio.Event:
         """An event set at the agent's next output (to wait for a screen to change)."""

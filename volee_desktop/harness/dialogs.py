@@ -39,6 +39,9 @@ _RULE = re.compile(r"^\s*[─━]{10,}\s*$")
 #: How far above its question a dialog's text may start (the tool, the command).
 DIALOG_HEIGHT = 30
 TYPE_SOMETHING = ("type something", "other")
+#: Lines a dialog may show under its options (a rule, its footer).
+FOOTER_LINES = 3
+_PROMPT = re.compile(r"^[❯›>](\s|$)(?!\s*\d+\.)")
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,11 @@ def find_dialog(lines: Sequence[str]) -> Dialog | None:
     if not options or options[0].number != 1:
         return None
     tail = "\n".join(lines[last_option + 1 :])
+    # An open dialog is at the bottom: under its options only its footer ("Esc to cancel",
+    # "Enter to select"); a prompt or more text under them is a dialog already answered.
+    below = [line.strip() for line in lines[last_option + 1 :] if line.strip()]
+    if len(below) > FOOTER_LINES or any(_PROMPT.match(line) for line in below):
+        return None
     # The dialog's top: a full-width rule above it (Claude Code), else its question line
     # (codex starts its dialog with it): never the conversation above.
     floor = max(0, first_option - DIALOG_HEIGHT)
