@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,14 @@ class PsutilTable:
     """The machine's process table."""
 
     def parent(self, pid: int) -> int | None:
+        if sys.platform.startswith("linux"):
+            # /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces and ")".
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    stat = f.read()
+                return int(stat[stat.rindex(b")") + 2 :].split()[1])
+            except (OSError, ValueError, IndexError):
+                return None
         import psutil
 
         try:
@@ -204,16 +213,16 @@ class Identifier:
             return self._host_alive(program.record)
         return self._alive(program.record)
 
-    def ancestry(self, pid: int) -> list[int]:
+    def ancestors(self, pid: int) -> Iterator[int]:
         """``pid`` and its ancestors, nearest first (up to, not including, pid 0/1)."""
-        chain: list[int] = []
+        seen: set[int] = set()
         current: int | None = pid
-        while current is not None and current > 1 and len(chain) < MAX_DEPTH:
-            if current in chain:
-                break
-            chain.append(current)
+        while current is not None and current > 1 and len(seen) < MAX_DEPTH:
+            if current in seen:
+                return
+            seen.add(current)
+            yield current
             current = self._table.parent(current)
-        return chain
 
     def __call__(self, peer: PeerCredentials) -> Caller:
         pid = peer.pid
@@ -224,12 +233,13 @@ class Identifier:
             return Caller.person(pid, "the daemon's own process")
         registry = self._registry()
         programs = self.programs(registry)
-        chain = self.ancestry(pid)
 
         def name(agent_id: str) -> str:
             return registry.name_of(agent_id) or agent_id
 
-        for ancestor in chain:
+        chain: list[int] = []
+        for ancestor in self.ancestors(pid):
+            chain.append(ancestor)
             program = programs.get(ancestor)
             if self._verified(program):
                 assert program is not None
