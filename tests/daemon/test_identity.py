@@ -231,3 +231,13 @@ def test_a_forgotten_agent_whose_program_still_runs_is_still_that_agent(tmp_path
     registry = identify._registry()
     registry.apply(ev.AgentForgotten(at=T0, agent=A1))
     assert identify(peer(103)).agent == A1
+
+
+def test_a_host_adopted_by_another_agents_host_speaks_for_its_own_agent(tmp_path: Path) -> None:
+    # A daemon started from inside A1 was adopted by A1's host (100); the host 400 it started
+    # for A2 was too. Before A2's record exists, A2's processes are A2's, not A1's.
+    host_line = ["python", "-c", "volee_desktop.hosts.main", "--agent", A2, "--", "claude"]
+    table = Table(parents={**TREE, 400: 100, 401: 400, 402: 401}, cmdlines={400: host_line})
+    caller = _identifier(tmp_path, table)(peer(402))
+    assert caller.agent == A2
+    assert "host (pid 400)" in caller.how

@@ -128,6 +128,16 @@ class Program:
     what: str = "the program"  # or "volee's host", which adopts the program's orphans
 
 
+@dataclass(frozen=True)
+class _HostFound:
+    agent: str
+    host_pid: int
+
+    def caller(self, pid: int, name: Callable[[str], str]) -> Caller:
+        how = f"descends from volee's host (pid {self.host_pid}) of agent {name(self.agent)}"
+        return Caller.of_agent(self.agent, pid, how)
+
+
 class HostRecords:
     """The host records of ``folder``, re-read only when a file changed."""
 
@@ -213,6 +223,14 @@ class Identifier:
             return self._host_alive(program.record)
         return self._alive(program.record)
 
+    def _host_in(self, chain: list[int], registry: Registry) -> _HostFound | None:
+        """The nearest ancestor of ``chain`` that is volee's host of a known agent."""
+        for ancestor in chain:
+            agent_id = host_agent(self._table.cmdline(ancestor))
+            if agent_id is not None and agent_id in registry.agents:
+                return _HostFound(agent_id, ancestor)
+        return None
+
     def ancestors(self, pid: int) -> Iterator[int]:
         """``pid`` and its ancestors, nearest first (up to, not including, pid 0/1)."""
         seen: set[int] = set()
@@ -243,6 +261,12 @@ class Identifier:
             program = programs.get(ancestor)
             if self._verified(program):
                 assert program is not None
+                if program.record is not None and ancestor == program.record.host_pid:
+                    # An orphan this host adopted, unless a nearer ancestor is another agent's
+                    # host with no record yet (a daemon the host adopted started that host).
+                    nearer = self._host_in(chain[:-1], registry)
+                    if nearer is not None:
+                        return nearer.caller(pid, name)
                 what = "is" if ancestor == pid else "descends from"
                 return Caller.of_agent(
                     program.agent,
@@ -258,11 +282,9 @@ class Identifier:
                 pid,
                 f"runs in the session of agent {name(program.agent)}'s program (pid {session})",
             )
-        for ancestor in chain:
-            agent_id = host_agent(self._table.cmdline(ancestor))
-            if agent_id is not None and agent_id in registry.agents:
-                how = f"descends from volee's host (pid {ancestor}) of agent {name(agent_id)}"
-                return Caller.of_agent(agent_id, pid, how)
+        host = self._host_in(chain, registry)
+        if host is not None:
+            return host.caller(pid, name)
         claimed = self._table.env_agent(pid)
         if claimed is not None and claimed in registry.agents:
             return Caller.of_agent(claimed, pid, f"its environment says VOLEE_AGENT={claimed}")
