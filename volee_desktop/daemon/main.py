@@ -98,7 +98,7 @@ class Daemon:
         self.snapshots = snapshots
         self.intake = intake
         self.clock = clock
-        self.started_at = time.time()
+        self.started_at = clock.now()
         self.server: IpcServer | None = None
         self._stop = asyncio.Event()
 
