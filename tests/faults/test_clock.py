@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.faults.conftest import Rig
+from tests.polling import wait_until
 from volee_desktop.core import recovery as rules
 from volee_desktop.hosts import recordio
 from volee_desktop.hosts.records import host_alive, program_alive, read_record, same_boot
@@ -72,3 +75,45 @@ def test_a_record_from_before_the_boot_id_falls_back_to_the_wall_clock(rig: Rig)
     record = replace(rig.launch_fake(), boot_id=None, host_start_ticks=None)
     assert host_alive(record)
     assert same_boot(replace(record, boot_time=(record.boot_time or 0) - 3600)) is False
+
+
+def test_a_stand_in_session_keeps_its_id_when_the_clock_jumps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A codex process without a session file is named by its start in ticks, not by the
+    wall-clock start psutil derives (which a clock step moves: it would look new)."""
+    import subprocess
+
+    import psutil
+
+    from volee_desktop.daemon import listers
+
+    project = tmp_path / "p"
+    project.mkdir()
+    proc = subprocess.Popen(["bash", "-c", "exec -a codex sleep 60"], cwd=project)
+    real_iter = psutil.process_iter
+
+    def stepped(seconds: float) -> Any:
+        def process_iter(attrs: Any) -> Any:
+            for p in real_iter(attrs):
+                if p.info.get("create_time") is not None:
+                    p.info["create_time"] += seconds
+                yield p
+
+        return process_iter
+
+    def session() -> str | None:
+        for s in listers.scan_processes(time.time(), tmp_path / "h"):
+            if s.pid == proc.pid:
+                return s.session
+        return None
+
+    try:
+        before = wait_until(session, 10, "the codex process listed")
+        monkeypatch.setattr(listers.psutil, "process_iter", stepped(24.0))
+        assert session() == before
+        monkeypatch.setattr(listers.psutil, "process_iter", stepped(-3600.0))
+        assert session() == before
+    finally:
+        proc.kill()
+        proc.wait()

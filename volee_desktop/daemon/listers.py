@@ -34,6 +34,7 @@ from ..harness.listing import (
     parse_session_meta,
     synthetic_session,
 )
+from ..hosts import recordio
 from .errors import Error as DaemonError
 
 log = logging.getLogger(__name__)
@@ -239,7 +240,11 @@ def scan_processes(now: float, home: Path | None = None) -> list[ListedSession]:
         out.append(
             ListedSession(
                 harness=harness,
-                session=meta.session if meta else synthetic_session(pid, started),
+                session=(
+                    meta.session
+                    if meta
+                    else synthetic_session(pid, started, recordio.start_ticks(pid))
+                ),
                 pid=pid,
                 cwd=cwd,
                 location=Location.TERMINAL,

@@ -141,7 +141,7 @@ class Service:
             return Broken(self.broken)
         if isinstance(exc, WriteFailed):
             return NotWritten(str(exc))
-        return Broken(f"the event log failed: {exc}")
+        return Broken(_broken_words(exc))
 
     def _drain(self) -> None:
         """Apply, in log order, every batch at the head of the queue that is durable."""
@@ -158,7 +158,7 @@ class Service:
                 continue
             if future.cancelled() or exc is not None:
                 if not self.broken:
-                    self.broken = f"the event log failed ({exc}); restart the daemon"
+                    self.broken = _broken_words(exc)
                     log.critical("event log write failed; refusing further writes: %s", exc)
                 continue
             if self.broken:
@@ -187,6 +187,14 @@ class Service:
         """Durable events after ``seq``, from the log."""
         for stored in self._log.read(seq):
             yield stored.seq, decode_event(stored.type, stored.version, stored.payload)
+
+
+def _broken_words(exc: BaseException | None) -> str:
+    """What to tell callers once the log failed: its own words when they say what to do."""
+    text = str(exc)
+    if "restart the daemon" in text.lower():
+        return text
+    return f"the event log failed ({text}); restart the daemon"
 
 
 def replay(registry: Registry, records: Iterable[StoredRecord]) -> Registry:

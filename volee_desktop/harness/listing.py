@@ -224,6 +224,13 @@ def harness_of(cmdline: Sequence[str]) -> Harness | None:
     return found
 
 
-def synthetic_session(pid: int, started_at: float) -> str:
-    """A stand-in session id for a process whose session file is not found (yet)."""
+def synthetic_session(pid: int, started_at: float, start_ticks: int | None = None) -> str:
+    """A stand-in session id for a process whose session file is not found (yet).
+
+    Named by the process's start in clock ticks since boot where the kernel says it (Linux):
+    ``started_at`` (wall clock, from psutil) moves when the clock is stepped, and the same
+    process would then look like a new session (docs/faults.md).
+    """
+    if start_ticks is not None:
+        return f"pid-{pid}-t{start_ticks}"
     return f"pid-{pid}-{int(started_at)}"
