@@ -572,3 +572,18 @@ def test_a_worker_without_a_verdict_sends_reporting_and_approved_back(status: st
     run(registry, T0 + 80)
 
     assert registry.missions[M1].status is MissionStatus.RUNNING
+
+
+def test_an_agent_that_joined_is_never_judged_as_a_worker() -> None:
+    registry = mission_with(W1)
+    apply(
+        registry,
+        registered(W2, "joiner"),
+        ev.MissionInvited(at=T0, agent=W2, mission=M1, by=C),
+        ev.MembershipChanged(at=T0 + 1, agent=W2, mission=M1),
+        *worked_then(W2, AgentState.FAILED),
+        *worked_then(W1, AgentState.WORKING),
+    )
+    run(registry)
+    assert verdict(registry, W2) is None
+    assert registry.agents[W2].mission == M1

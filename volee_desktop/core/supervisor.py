@@ -53,12 +53,18 @@ class Decision:
 
 
 def workers_of(registry: Registry, mission: Mission) -> list[Agent]:
-    """The agents of a mission other than its coordinator, oldest first."""
+    """The agents of a mission other than its coordinator, oldest first.
+
+    An agent that joined (invited, then ``join_mission``) takes part in the mission's
+    conversation but is no worker: it is never judged (issue 11).
+    """
     return sorted(
         (
             a
             for a in registry.mission_agents(mission.id)
-            if a.id != mission.coordinator and a.role is not Role.COORDINATOR
+            if a.id != mission.coordinator
+            and a.role is not Role.COORDINATOR
+            and a.id not in mission.invited
         ),
         key=lambda a: (a.created_at, a.id),
     )
