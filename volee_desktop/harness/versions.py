@@ -90,69 +90,58 @@ class Prober:
     """Runs ``--version`` once per binary file and remembers the answer."""
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[str, int, int], Found] = {}
         self._warned: set[Found] = set()
-        self._help: dict[tuple[str, int, int], str] = {}
+        self._answers: dict[
+            tuple[str, int, int, str], subprocess.CompletedProcess[str] | Exception
+        ] = {}
+
+    def _answer(
+        self, path: str, flag: str, env: Mapping[str, str]
+    ) -> subprocess.CompletedProcess[str] | Exception:
+        """What ``path flag`` answers, once per binary file (path, size, modification time)."""
+        st = os.stat(path)  # OSError: the caller says what it means
+        key = (os.path.realpath(path), st.st_size, st.st_mtime_ns, flag)
+        if key not in self._answers:
+            try:
+                self._answers[key] = subprocess.run(
+                    [path, flag],
+                    env=dict(env),
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    text=True,
+                    errors="replace",
+                    timeout=PROBE_TIMEOUT,
+                    check=False,
+                )
+            except (OSError, subprocess.SubprocessError) as exc:
+                self._answers[key] = exc
+        return self._answers[key]
 
     def probe(self, path: str, env: Mapping[str, str]) -> Found:
         """The version ``path --version`` reports (None when it prints none or fails)."""
         try:
-            st = os.stat(path)
+            done = self._answer(path, "--version", env)
         except OSError as exc:
             raise BinaryMissing(f"cannot read {path}: {exc}") from exc
-        key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
-        cached = self._cache.get(key)
-        if cached is not None:
-            return cached
-        try:
-            done = subprocess.run(
-                [path, "--version"],
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=PROBE_TIMEOUT,
-                check=False,
-            )
-            text = (done.stdout or "") + (done.stderr or "")
-            version = None
-            if done.returncode == 0:
-                # pi 0.73 prints its version on stderr; stdout first, where the others print
-                # it, so that a warning on stderr with a number in it is never taken instead.
-                version = parse_version(done.stdout or "") or parse_version(done.stderr or "")
-        except (OSError, subprocess.SubprocessError) as exc:
-            text, version = str(exc), None
-        found = Found(path, version, text.strip())
-        self._cache[key] = found
-        return found
+        if isinstance(done, Exception):
+            return Found(path, None, str(done))
+        version = None
+        if done.returncode == 0:
+            # pi 0.73 prints its version on stderr; stdout first, where the others print it,
+            # so that a warning on stderr with a number in it is never taken instead.
+            version = parse_version(done.stdout or "") or parse_version(done.stderr or "")
+        text = (done.stdout or "") + (done.stderr or "")
+        return Found(path, version, text.strip())
 
     def help(self, path: str, env: Mapping[str, str]) -> str:
         """What ``path --help`` prints (empty when it fails), once per binary file."""
         try:
-            st = os.stat(path)
+            done = self._answer(path, "--help", env)
         except OSError:
             return ""
-        key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
-        cached = self._help.get(key)
-        if cached is not None:
-            return cached
-        try:
-            done = subprocess.run(
-                [path, "--help"],
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=PROBE_TIMEOUT,
-                check=False,
-            )
-            text = done.stdout if done.returncode == 0 else ""
-        except (OSError, subprocess.SubprocessError):
-            text = ""
-        self._help[key] = text
-        return text
+        if isinstance(done, Exception) or done.returncode != 0:
+            return ""
+        return done.stdout or ""
 
     def require(
         self, harness: str, binary: str, minimum: str | None, env: Mapping[str, str]
