@@ -102,9 +102,8 @@ def test_the_person_may_call_everything_unchanged(registry: Registry, method: st
 @pytest.mark.parametrize(
     "method",
     [
-        "agents.list", "agents.get", "agents.timeline", "agents.screen", "agents.output",
-        "agents.changes", "daemon.status",
-        "discovery.refresh", "missions.list", "missions.show", "missions.check", "caller",
+        "agents.list", "agents.get", "agents.changes", "daemon.status",
+        "discovery.refresh", "missions.list", "missions.check", "caller",
     ],
 )  # fmt: skip
 def test_reading_is_open_to_agents(registry: Registry, method: str) -> None:
@@ -213,3 +212,33 @@ def test_tidy_only_looks(registry: Registry) -> None:
 def test_missions_workers_defaults_to_the_callers_mission(registry: Registry) -> None:
     assert allowed(registry, COORD, "missions.workers")["agent"] == COORD
     assert allowed(registry, STRANGER, "missions.workers", mission=M) == {"mission": M}
+
+
+@pytest.mark.parametrize("method", ["agents.timeline", "agents.screen", "agents.output"])
+def test_an_agent_sees_only_the_agents_it_may_write_to(registry: Registry, method: str) -> None:
+    assert allowed(registry, WORKER, method, agent="coord") == {"agent": "coord"}
+    assert allowed(registry, COORD, method, agent="worker") == {"agent": "worker"}
+    assert allowed(registry, STRANGER, method, agent="child") == {"agent": "child"}
+    assert allowed(registry, STRANGER, method, agent="stranger") == {"agent": "stranger"}
+    refused = forbidden(registry, STRANGER, method, agent="worker")
+    assert refused.attempt == "read agent worker's timeline or screen"
+
+
+def test_an_agent_reads_its_own_missions_thread_only(registry: Registry) -> None:
+    assert allowed(registry, WORKER, "missions.show", mission=M) == {"mission": M}
+    assert allowed(registry, COORD, "missions.show", mission=M) == {"mission": M}
+    refused = forbidden(registry, STRANGER, "missions.show", mission=M)
+    assert refused.attempt == f"read mission {M}'s thread, which is not its own"
+    # Invited, it may look before it joins.
+    registry.apply(ev.MissionInvited(at=T0, agent=STRANGER, mission=M, by=COORD))
+    assert allowed(registry, STRANGER, "missions.show", mission=M) == {"mission": M}
+
+
+def test_a_child_harness_takes_no_flags_of_its_own(registry: Registry) -> None:
+    refused = forbidden(
+        registry, STRANGER, "agents.spawn", harness="claude", argv=["--permission-mode", "x"]
+    )
+    assert "spawn claude with flags of its own" in refused.attempt
+    forbidden(registry, COORD, "missions.spawn_worker", argv=["--dangerously-skip-permissions"])
+    # A generic agent's command is any command.
+    assert allowed(registry, STRANGER, "agents.spawn", harness="generic", argv=["make"])

@@ -141,6 +141,7 @@ def _spawn(request: Request) -> dict[str, Any]:
             )
     if params.get("role") == Role.COORDINATOR:
         raise request.forbid("spawn a coordinator", "volee spawns a mission's coordinator")
+    _no_harness_flags(request)
     me = request.agent
     mode = me.launch.permission_mode if me is not None and me.launch is not None else None
     given = params.get("permission_mode")
@@ -153,6 +154,46 @@ def _spawn(request: Request) -> dict[str, Any]:
     if mode is not None:
         out["permission_mode"] = mode
     return out
+
+
+def _no_harness_flags(request: Request) -> None:
+    # Claude Code, codex and pi take extra flags after volee's (a permission mode among
+    # them); a generic agent's command is any command, which the agent could run itself.
+    harness = request.params.get("harness") or "claude"
+    if harness != "generic" and request.params.get("argv"):
+        raise request.forbid(
+            f"spawn {harness} with flags of its own ({' '.join(map(str, request.params['argv']))})",
+            "a child runs with volee's flags and its parent's permission mode",
+        )
+
+
+def _spawn_worker(request: Request) -> dict[str, Any]:
+    _no_harness_flags(request)
+    return request.acting_as("agent", "spawn a mission's worker")
+
+
+def _sees(request: Request) -> dict[str, Any]:
+    """Another agent's timeline or screen: only one it may write to (seed 002's routing)."""
+    target = request.target()
+    if target.id != request.me and request.registry.check_route(request.me, target.id):
+        raise request.forbid(
+            f"read agent {target.name}'s timeline or screen",
+            "an agent sees the agents it may write to: its mission, parent and children",
+        )
+    return request.params
+
+
+def _show_mission(request: Request) -> dict[str, Any]:
+    mission = resolve_mission(request.registry, str(request.params.get("mission") or ""))
+    me = request.agent
+    if mission.coordinator == request.me or request.me in mission.invited:
+        return request.params
+    if me is not None and me.mission == mission.id:
+        return request.params
+    raise request.forbid(
+        f"read mission {mission.id}'s thread, which is not its own",
+        "`volee mission ls` lists the missions",
+    )
 
 
 def _send(request: Request) -> dict[str, Any]:
@@ -237,17 +278,18 @@ def _join(request: Request) -> dict[str, Any]:
 
 
 RULES: dict[str, Rule] = {
-    # Reading: anyone (the person's inbox excepted, below).
+    # Reading: anyone, but other agents' timelines and screens and other missions' threads
+    # only as far as routing reaches (they carry the person's messages).
     "agents.list": _anyone,
     "agents.get": _anyone,
-    "agents.timeline": _anyone,
-    "agents.screen": _anyone,
+    "agents.timeline": _sees,
+    "agents.screen": _sees,
+    "agents.output": _sees,
     "agents.changes": _anyone,
-    "agents.output": _anyone,
     "daemon.status": _anyone,
     "discovery.refresh": _anyone,
     "missions.list": _anyone,
-    "missions.show": _anyone,
+    "missions.show": _show_mission,
     "missions.check": _anyone,
     "missions.workers": _workers,
     "caller": _anyone,
@@ -264,7 +306,7 @@ RULES: dict[str, Rule] = {
     "messages.post": _post,
     "messages.read": _read,
     "missions.request_approval": _as_coordinator("present a mission's report"),
-    "missions.spawn_worker": _as_coordinator("spawn a mission's worker"),
+    "missions.spawn_worker": _spawn_worker,
     "missions.invite": _invite,
     "missions.join": _join,
     "tidy": _tidy,
