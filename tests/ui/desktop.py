@@ -127,7 +127,11 @@ class Desktop:
         self.choice = self.dir / "choice"
         dmenu = self.dir / "fake-dmenu"
         dmenu.write_text(
-            f'#!/bin/sh\ntee -a {self.dir}/dmenu-input | grep -m1 -F -- "$(cat {self.choice})"\n'
+            "#!/bin/sh\n"
+            "menu=$(cat)\n"
+            f"printf '%s\\n' \"$menu\" >> {self.dir}/dmenu-input\n"
+            f'printf \'%s\\n\' "$menu" | grep -m1 -F -- "$(cat {self.choice})"\n'
+            f"touch {self.dir}/dmenu-done\n"
         )
         dmenu.chmod(0o755)
         rc = self.dir / "dunstrc"
@@ -245,9 +249,13 @@ class Desktop:
         self.run("xdotool", "mousemove", str(x), str(y), "click", str(button))
 
     def choose(self, label: str) -> None:
-        """Choose the action ``label`` of the notification on screen (its context menu)."""
+        """Choose the first action holding ``label`` in dunst's context menu (which lists
+        every card's actions); returns once the menu was answered."""
+        done = self.dir / "dmenu-done"
+        done.unlink(missing_ok=True)
         self.choice.write_text(label)
         self.run("dunstctl", "context")
+        poll("dunst's context menu", done.exists)
 
     def menu_offered(self) -> str:
         """What dunst's context menus offered so far (the lines given to dmenu)."""
