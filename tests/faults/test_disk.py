@@ -201,3 +201,21 @@ async def test_bad_utf8_in_the_type_column_takes_the_corruption_path() -> None:
         assert len(d.service.registry.agents) == 1
     finally:
         await d.close()
+
+
+def test_a_hook_on_a_really_read_only_state_folder_fails_loudly(
+    small_tmpfs: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = small_tmpfs / "state"
+    state.mkdir(mode=0o700)
+    remounted = subprocess.run(
+        ["mount", "-o", "remount,ro", str(small_tmpfs)], capture_output=True, check=False
+    )
+    if remounted.returncode != 0:
+        pytest.skip(f"cannot remount read-only here: {remounted.stderr.decode().strip()}")
+    monkeypatch.setenv("VOLEE_SOCKET", str(small_tmpfs / "nobody.sock"))
+    monkeypatch.setenv("VOLEE_SPOOL", str(state / "spool"))
+    payload = json.dumps({"session_id": "s", "prompt": "keep me"}).encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(payload)))
+    assert hookshim.main(["UserPromptSubmit"]) == 1
+    assert "Read-only file system" in capsys.readouterr().err

@@ -29,6 +29,7 @@ from ..harness.base import Error as HarnessError
 from ..hosts.errors import Error as HostsError
 from ..hosts.launcher import HostClient
 from ..hosts.records import HostRecord, host_alive, same_boot
+from ..paths import check_private_dir
 from .agenthosts import read_quietly
 from .agents import AgentsRunner
 from .clock import Clock, Timer
@@ -425,6 +426,8 @@ def last_output(record: HostRecord, lines: int = 20) -> str:
     if not record.socket:
         return ""
     try:
+        # Never a socket outside volee's own private folders (the record may lie).
+        check_private_dir(Path(record.socket).parent)
         return HostClient(record.socket, timeout=2.0).screen(lines)
     except (HostsError, OSError, ValueError, KeyError):
         return ""
