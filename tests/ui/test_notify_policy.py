@@ -290,3 +290,19 @@ def test_events_pushed_together_leave_together_even_when_offered_apart() -> None
     assert due == 100.0 + SETTLE
     [summary] = throttle.flush(due, feed.link.registry)
     assert summary.title == "4 agents need you"
+
+
+def test_a_new_request_right_after_an_answer_is_shown_at_once() -> None:
+    feed = Feed()
+    a = feed.world.agent("one")
+    feed.world.ask(a, "Bash", {"command": "make build"})
+    first = feed.notices()[-1]
+    throttle = Throttle()
+    throttle.offer([first], 100.0)
+    assert throttle.flush(100.0 + SETTLE, feed.link.registry) == [first]
+    feed.world.answered(a)  # allowed: it runs the command...
+    feed.world.ask(a, "Bash", {"command": "make test"})  # ...and asks the next one at once
+    [second] = feed.notices()
+    assert second.body.startswith("Bash: make test")
+    throttle.offer([second], 102.0)
+    assert throttle.flush(102.0 + SETTLE, feed.link.registry) == [second]  # no 10 s wait

@@ -7,8 +7,9 @@ Claude Code 2.1.332 agents (the fake model API) start in four projects, three of
 ``manual`` mode asking to run a command.  It then answers as a person would: Allow in the
 first one's notification (dunst's context menu), Allow with Ctrl+Y in the list for the
 second, Deny with a reason typed in the third one's agent window, and checks that exactly
-the allowed commands ran.  Screenshots of each step go to the out folder (default: test-artifacts/trial).
-Needs ``scripts/install-harnesses`` (the pinned Claude Code) and the real-X tools.
+the allowed commands ran.  Screenshots of each step go to the out folder (default:
+test-artifacts/trial).  Needs ``scripts/install-harnesses`` (the pinned Claude Code) and
+the real-X tools.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ agents and mission before and after it) into the notifications it deserves;
   output view or reply box the person has in front of them (``focused``);
 - each kind can be turned off (``[notifications]`` in config.toml) or all paused;
 - at most one per agent (or mission) per ``PER_SUBJECT`` seconds: a later one
-  waits and is dropped if it no longer holds when its turn comes;
+  waits and is dropped if it no longer holds when its turn comes (a new request
+  of the agent does not wait: the person answered, and it asks the next thing);
 - a burst becomes one summary: more than ``BURST_COUNT`` within
   ``BURST_WINDOW`` seconds are shown as one ("5 agents need you").
 """
@@ -323,6 +324,7 @@ class Throttle:
         self._hold_until = 0.0
         self._shown: deque[float] = deque()
         self._last: dict[str, float] = {}
+        self._last_request: dict[str, str] = {}  # the request each subject's last one named
         self._batch_due: float | None = None
 
     def offer(self, notices: Iterable[Notice], now: float) -> None:
@@ -334,7 +336,12 @@ class Throttle:
             if self._batch_due is None or self._batch_due <= now:
                 self._batch_due = now + SETTLE
             due = self._batch_due
-            if last is not None:
+            # A new request is news however soon it follows the last one (the person just
+            # answered and the agent asks the next thing); other repeats wait PER_SUBJECT.
+            new_request = notice.request is not None and notice.request != self._last_request.get(
+                notice.subject
+            )
+            if last is not None and not new_request:
                 due = max(due, last + PER_SUBJECT)
             self._waiting[notice.subject] = _Waiting(notice, due)
 
@@ -380,6 +387,8 @@ class Throttle:
         self._shown.extend(now for _ in out)
         for notice in batch:
             self._last[notice.subject] = now
+            if notice.request is not None:
+                self._last_request[notice.subject] = notice.request
         return out
 
 

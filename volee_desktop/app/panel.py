@@ -227,6 +227,7 @@ class AgentPanel(QWidget):
         self._repaint = QTimer(self)
         self._repaint.setInterval(REPAINT_MS)
         self._repaint.timeout.connect(self.view.viewport().update)
+        self._repaint.timeout.connect(self._refresh_mission_times)
         self._ensure_current()
 
     # --- what is selected ------
@@ -281,6 +282,10 @@ class AgentPanel(QWidget):
 
     def set_summary(self, text: str) -> None:
         self.header.setText(text)
+
+    def _refresh_mission_times(self) -> None:
+        if self._mission_lines:  # "waiting 4 min" moves on while the list is open
+            self.set_missions(self._mission_lines, time.time())
 
     def set_missions(self, lines: list[MissionLine], now: float) -> None:
         """Show the missions that wait for approval (none: the section is hidden)."""
