@@ -223,3 +223,38 @@ def test_allow_in_a_dunst_notification_answers_that_request_and_the_card_goes(
         )
     finally:
         app.kill()
+
+
+def test_cards_go_when_their_reason_ends_answered_elsewhere_or_reviewed(
+    desktop: dt.Desktop, volee_home: Path
+) -> None:
+    app = dt.app_proc(desktop, volee_home, TERMINAL="/bin/true")
+    desktop.run("dunstctl", "close-all")
+
+    def displayed() -> int:
+        return int(desktop.run("dunstctl", "count", "displayed").strip() or 0)
+
+    try:
+        app.wait_line(r"connected to the volee daemon")
+        drive = Driver(volee_home)
+        w = drive.world
+        fixer = w.agent("api-fixer", AgentState.WORKING)
+        w.ask(fixer, "Bash", {"command": "make deploy"})
+        drive.send()
+        app.wait_line(r"notification: api-fixer asks to use Bash")
+        dt.poll("its card", lambda: displayed() == 1)
+        # Answered in the agent's own terminal: it works again, and the card goes.
+        w.answered(fixer)
+        drive.send()
+        dt.poll("the card to go", lambda: displayed() == 0)
+
+        # A mission's card: Review opens the dialog and the card goes.
+        w.mission_awaiting("Fix the login bug", 1)
+        drive.send()
+        app.wait_line(r"notification: A mission waits for your approval")
+        dt.poll("the mission's card", lambda: displayed() == 1)
+        desktop.run("dunstctl", "action", "0")
+        app.wait_line(r"approval dialog of .* shown")
+        dt.poll("the mission's card to go", lambda: displayed() == 0)
+    finally:
+        app.kill()
