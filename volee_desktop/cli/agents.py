@@ -22,6 +22,7 @@ from .common import (
     connect,
     created,
     emit_json,
+    progress,
 )
 
 
@@ -39,14 +40,24 @@ def add_commands(sub: Commands) -> None:
     p.set_defaults(func=cmd_timeline)
 
     p = sub.add_parser("spawn", help="start an agent; prints its id")
-    p.add_argument("--harness", choices=HARNESS_CHOICES, default=HARNESS_DEFAULT)
-    p.add_argument("--name")
-    p.add_argument("--cwd")
+    p.add_argument(
+        "--harness",
+        choices=HARNESS_CHOICES,
+        default=HARNESS_DEFAULT,
+        help=f"the coding agent to run (default: {HARNESS_DEFAULT})",
+    )
+    p.add_argument("--name", help="its name in volee (default: from the task)")
+    p.add_argument("--cwd", metavar="DIR", help="the folder it works in (default: this one)")
     p.add_argument("--worktree", action="store_true", help="a new branch in a new worktree")
-    p.add_argument("--role")
-    p.add_argument("--mission")
-    p.add_argument("--model")
-    p.add_argument("--permission-mode", dest="permission_mode")
+    p.add_argument("--role", help="its role, shown in the list (e.g. reviewer)")
+    p.add_argument("--mission", metavar="MISSION", help="the mission it works for")
+    p.add_argument("--model", help="the harness's model (its own names: opus, gpt-5, …)")
+    p.add_argument(
+        "--permission-mode",
+        dest="permission_mode",
+        metavar="MODE",
+        help="the harness's permission mode (claude: default, acceptEdits, plan, …)",
+    )
     p.add_argument("--json", action="store_true")
     p.add_argument("words", nargs=argparse.REMAINDER, metavar="PROMPT")
     p.set_defaults(func=cmd_spawn)
@@ -54,19 +65,25 @@ def add_commands(sub: Commands) -> None:
     p = sub.add_parser("send", help="deliver a message (lifts a stop hold)")
     p.add_argument("agent", metavar="AGENT")
     p.add_argument("text", nargs="+", metavar="TEXT")
+    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_send)
 
     p = sub.add_parser("stop", help="stop and hold an agent")
     p.add_argument("agent", metavar="AGENT")
+    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_stop)
 
     p = sub.add_parser("resume", help="resume an interrupted or stopped agent now")
     p.add_argument("agent", metavar="AGENT")
-    p.add_argument("text", nargs="*", metavar="TEXT")
+    p.add_argument(
+        "text", nargs="*", metavar="TEXT", help="a message to resume it with (default: none)"
+    )
+    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_resume)
 
     p = sub.add_parser("forget", help="remove an agent (its sessions are ignored from then on)")
     p.add_argument("agent", metavar="AGENT")
+    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_forget)
 
     p = sub.add_parser("attach", help="attach this terminal to the agent's PTY")
@@ -150,7 +167,8 @@ def cmd_spawn(args: argparse.Namespace) -> int:
         "permission_mode": args.permission_mode,
         "env": allowed_env(dict(os.environ)),
     }
-    return created(args, "agents.spawn", params)
+    with progress("starting the agent (a worktree, the harness)"):
+        return created(args, "agents.spawn", params)
 
 
 def cmd_send(args: argparse.Namespace) -> int:
@@ -158,6 +176,9 @@ def cmd_send(args: argparse.Namespace) -> int:
     if text == "-":
         text = sys.stdin.read()
     result = call(args, "agents.send", agent=args.agent, text=text)
+    if args.json:
+        emit_json(result)
+        return 0
     if result.get("resumed"):
         print(f"{args.agent} was not running: resumed with your message", file=sys.stderr)
     return 0
@@ -165,6 +186,9 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 def cmd_stop(args: argparse.Namespace) -> int:
     agent = call(args, "agents.stop", agent=args.agent)
+    if args.json:
+        emit_json(agent)
+        return 0
     print(f"{agent['name']}: {agent['state']} and held (a message from you lifts the hold)")
     return 0
 
@@ -174,12 +198,18 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if args.text:
         params["text"] = " ".join(args.text)
     agent = call(args, "agents.resume", **params)
+    if args.json:
+        emit_json(agent)
+        return 0
     print(f"{agent['name']}: resumed ({agent['state']})")
     return 0
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
     result = call(args, "agents.forget", agent=args.agent)
+    if args.json:
+        emit_json(result)
+        return 0
     print(f"forgot {result['name']} ({result['forgotten']})")
     return 0
 

@@ -36,7 +36,9 @@ def add_commands(sub: Commands) -> None:
 
     p = sub.add_parser("output", help="an agent's screen as text (the last one if it ended)")
     p.add_argument("agent", metavar="AGENT")
-    p.add_argument("--lines", type=int, default=40, metavar="N")
+    p.add_argument(
+        "--lines", type=int, default=40, metavar="N", help="the last N lines (default: 40)"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_output)
 

@@ -7,13 +7,16 @@ other; ``main`` assembles them into one parser.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TextIO
 
 from ..core.model import DEFAULT_HARNESS, Harness
 from ..ipc.client import Client
@@ -126,3 +129,32 @@ def created(args: argparse.Namespace, method: str, params: dict[str, Any]) -> in
     else:
         print(made["id"])
     return 0
+
+
+PROGRESS_AFTER = 2.0  # seconds: what takes longer says so on stderr
+
+
+@contextlib.contextmanager
+def progress(
+    what: str, after: float = PROGRESS_AFTER, stream: TextIO | None = None
+) -> Iterator[None]:
+    """Say on stderr that ``what`` is still going once it takes longer than ``after`` s."""
+    out = stream if stream is not None else sys.stderr
+    done = threading.Event()
+
+    def tell() -> None:
+        waited = after
+        if done.wait(after):
+            return
+        print(f"volee: {what}…", file=out, flush=True)
+        while not done.wait(10.0):
+            waited += 10.0
+            print(f"volee: still {what} ({waited:.0f} s)", file=out, flush=True)
+
+    teller = threading.Thread(target=tell, name="volee-progress", daemon=True)
+    teller.start()
+    try:
+        yield
+    finally:
+        done.set()
+        teller.join(1.0)

@@ -10,16 +10,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from .. import __version__
 from ..ipc.protocol import DaemonUnavailable, IpcError
-from . import agents, answers, daemon, desktop, missions
-from .common import CliError
+from . import agents, answers, conventions, daemon, desktop, missions
+from .common import CliError, emit_json
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> conventions.VoleeParser:
     """The argument parser of ``volee``, every command group in it."""
-    parser = argparse.ArgumentParser(
+    parser = conventions.VoleeParser(
         prog="volee",
         description="Supervise the coding agents you run on your own machine.",
     )
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("event", metavar="EVENT")
     missions.add_commands(sub)
     desktop.add_commands(sub)
+    conventions.finish(parser, sub)
     return parser
 
 
@@ -62,6 +64,27 @@ def no_desktop(env: dict[str, str], platform: str) -> str | None:
     )
 
 
+def bad_volee_home(value: str | None) -> str | None:
+    """Why ``VOLEE_HOME`` cannot hold volee's folders, or None."""
+    if not value:
+        return None
+    home = Path(value).expanduser()
+    if home.exists() and not home.is_dir():
+        return (
+            f"VOLEE_HOME={value} is a file, not a folder: point VOLEE_HOME at a folder "
+            "(volee creates it) or unset it to use the usual places"
+        )
+    return None
+
+
+def _failed(args: argparse.Namespace, message: str, status: int, code: str) -> int:
+    """Report a failure on stderr; with ``--json``, also as an error object on stdout."""
+    print(f"volee: {message}", file=sys.stderr)
+    if getattr(args, "json", False):
+        emit_json({"error": {"code": str(code), "message": message, "status": status}})
+    return status
+
+
 def main(argv: list[str]) -> int:
     """Run ``volee`` with ``argv``; returns the exit status."""
     parser = build_parser()
@@ -73,17 +96,22 @@ def main(argv: list[str]) -> int:
         parser.print_help()
         return 2
     try:
+        home_problem = bad_volee_home(os.environ.get("VOLEE_HOME"))
+        if home_problem:
+            raise CliError(home_problem, 2)
         status: int = func(args)
         return status
     except CliError as exc:
-        print(f"volee: {exc}", file=sys.stderr)
-        return exc.status
+        return _failed(args, str(exc), exc.status, "refused")
     except DaemonUnavailable as exc:
-        print(f"volee: the daemon is not reachable: {exc}", file=sys.stderr)
-        return 3
+        return _failed(args, f"the daemon is not reachable: {exc}", 3, "unavailable")
     except IpcError as exc:
-        print(f"volee: {exc}", file=sys.stderr)
-        return 1
+        return _failed(args, str(exc), 1, getattr(exc, "code", "error"))
+    except OSError as exc:
+        # A folder volee needs cannot be made or written (permissions, a full disk, a file
+        # in the way): say which, without a traceback.
+        where = f" ({exc.filename})" if exc.filename else ""
+        return _failed(args, f"{exc.strerror or exc}{where}", 1, "os-error")
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -21,6 +21,7 @@ from .common import (
     connect,
     created,
     emit_json,
+    progress,
 )
 
 
@@ -30,14 +31,36 @@ def add_commands(sub: Commands) -> None:
     msub = mission.add_subparsers(dest="mission_command", metavar="ACTION", required=True)
 
     p = msub.add_parser("create", help="start a mission (spawns its coordinator); prints its id")
-    p.add_argument("--goal", required=True)
-    p.add_argument("--kind", choices=["change", "analysis"], default="change")
-    p.add_argument("--repo", action="append", required=True, metavar="PATH", dest="repos")
+    p.add_argument("--goal", required=True, help="what the mission must achieve, in words")
+    p.add_argument(
+        "--kind",
+        choices=["change", "analysis"],
+        default="change",
+        help="change: workers deliver branches to merge; analysis: a report (default: change)",
+    )
+    p.add_argument(
+        "--repo",
+        action="append",
+        required=True,
+        metavar="PATH",
+        dest="repos",
+        help="a git repository it works on (repeat for several)",
+    )
     p.add_argument("--workers", type=int, metavar="N", help="how many workers to spawn")
-    p.add_argument("--harness", choices=HARNESS_CHOICES, default=HARNESS_DEFAULT)
+    p.add_argument(
+        "--harness",
+        choices=HARNESS_CHOICES,
+        default=HARNESS_DEFAULT,
+        help=f"the coding agent for the coordinator and workers (default: {HARNESS_DEFAULT})",
+    )
     p.add_argument("--name", help="the coordinator's name (default: from the goal)")
-    p.add_argument("--model")
-    p.add_argument("--permission-mode", dest="permission_mode")
+    p.add_argument("--model", help="the harness's model (its own names)")
+    p.add_argument(
+        "--permission-mode",
+        dest="permission_mode",
+        metavar="MODE",
+        help="the harness's permission mode for the mission's agents",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_create)
 
@@ -54,7 +77,9 @@ def add_commands(sub: Commands) -> None:
     p = msub.add_parser("answer", help="answer the coordinator's report (--option or a text)")
     p.add_argument("mission", metavar="MISSION")
     p.add_argument("--option", help="one of the report's options (the approving one merges)")
-    p.add_argument("text", nargs="*", metavar="TEXT")
+    p.add_argument(
+        "text", nargs="*", metavar="TEXT", help="your answer in words, instead of --option"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_answer)
 
@@ -65,7 +90,12 @@ def add_commands(sub: Commands) -> None:
     p.set_defaults(func=cmd_invite)
 
     p = sub.add_parser("tidy", help="remove worktrees whose work is delivered (branches kept)")
-    p.add_argument("--dry-run", action="store_true", dest="dry_run")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        dest="dry_run",
+        help="say what it would remove; remove nothing",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_tidy)
 
@@ -193,7 +223,10 @@ def cmd_answer(args: argparse.Namespace) -> int:
     if text is not None:
         params["text"] = text
     # An approval merges every worker's branch before the daemon replies: give it time.
-    with connect(dirs(), timeout=300.0) as client:
+    with (
+        progress("answering the mission (an approval merges its branches)"),
+        connect(dirs(), timeout=300.0) as client,
+    ):
         view = client.call("missions.answer", **params)
     if args.json:
         emit_json(view)
