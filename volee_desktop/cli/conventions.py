@@ -115,7 +115,7 @@ def _key(action: argparse.Action) -> str:
 
 def finish(parser: VoleeParser, sub: Commands) -> None:
     """Add ``completion``; give every command its example and every option its help."""
-    add_completion(sub)
+    add_completion(sub, parser)
     for path, command in commands(parser):
         example = EXAMPLES.get(" ".join(path))
         if example is not None:
@@ -126,17 +126,15 @@ def finish(parser: VoleeParser, sub: Commands) -> None:
                 action.help = SHARED_HELP.get(_key(action))
 
 
-def add_completion(sub: Commands) -> None:
+def add_completion(sub: Commands, root: VoleeParser) -> None:
     p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)")
     p.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash, zsh or fish")
+
+    def cmd_completion(args: argparse.Namespace) -> int:
+        sys.stdout.write(completion(root, args.shell))
+        return 0
+
     p.set_defaults(func=cmd_completion)
-
-
-def cmd_completion(args: argparse.Namespace) -> int:
-    from .main import build_parser
-
-    sys.stdout.write(completion(build_parser(), args.shell))
-    return 0
 
 
 def completion(parser: VoleeParser, shell: str) -> str:
