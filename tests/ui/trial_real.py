@@ -6,10 +6,10 @@ On a throwaway desktop (Xvfb, trayer, dunst) the real tray app embeds the real d
 Claude Code 2.1.332 agents (the fake model API) start in four projects, three of them in
 ``manual`` mode asking to run a command.  It then answers as a person would: Allow in the
 first one's notification (dunst's context menu), Allow with Ctrl+Y in the list for the
-second, Deny with a reason typed in the third one's agent window, and checks that exactly
-the allowed commands ran.  Screenshots of each step go to the out folder (default:
-test-artifacts/trial).  Needs ``scripts/install-harnesses`` (the pinned Claude Code) and
-the real-X tools.
+second, and, after reading the third one's screen in its window, Deny from the tray menu;
+it checks that exactly the allowed commands ran.  Screenshots of each step go to the out
+folder (default: test-artifacts/trial).  Needs ``scripts/install-harnesses`` (the pinned
+Claude Code) and the real-X tools.
 """
 
 from __future__ import annotations
@@ -133,7 +133,9 @@ def main() -> int:
             lambda: (projects["shop-api"] / "made-by-api-fixer.txt").exists(),
             40,
         )
-        print("api-fixer: allowed from its notification; its file exists")
+        others = [(projects[p] / c.split()[-1]).exists() for n, p, c in ASKING if n != "api-fixer"]
+        assert others == [False, False], "an Allow ran another agent's command"
+        print("api-fixer: allowed from its notification; its file exists, no other")
         time.sleep(1.0)
         shot("2-after-allow.png")
 
@@ -158,8 +160,9 @@ def main() -> int:
         dt.poll(f"{first['name']}'s command", lambda: (target / made).exists(), 40)
         print(f"{first['name']}: allowed with Ctrl+Y in the list; {made} exists")
 
-        # 3. The agent window of the last one (its notification's Open), then Deny there.
-        last = next(iter(a for a in agents().values() if a["state"] == "needs-input"))
+        # 3. The last one's agent window (Open in the list), then Deny in the tray menu.
+        remaining = next(n for n, _p, _c in ASKING if n not in ("api-fixer", first["name"]))
+        last = agents()[remaining]
         desk.run("xdotool", "key", "Escape")  # the list hides
         time.sleep(0.5)
         desk.click(x + iw // 2, y + ih // 2)
@@ -174,11 +177,17 @@ def main() -> int:
         desk.run("import", "-window", wid, str(out / "5-agent-window.png"))
         print("screenshot", out / "5-agent-window.png")
         print("volee output:\n" + volee("output", str(last["name"])))
-        # Type a reason in the reply box, then press the window's Deny button.
-        desk.run("xdotool", "windowfocus", wid, "type", "--delay", "20", "not now; say hello")
-        wx, wy, ww, _wh = (int(v) for v in geometry(desk, wid))
-        desk.click(wx + ww - 56, wy + 53)  # Deny: the last button of the request bar
+        desk.run("xdotool", "windowunmap", wid)
+        # Deny it from the tray menu, by keyboard: its entry, its submenu, Allow, Deny.
+        desk.click(x + iw // 2, y + ih // 2, button=3)
+        time.sleep(1.0)
+        for key in ("Down", "Right", "Down"):
+            desk.run("xdotool", "key", key)
+            time.sleep(0.4)
+        shot("6-tray-menu-deny.png")
+        desk.run("xdotool", "key", "Return")
         app.wait_line(rf"answered {last['id']} \(rq_\w+\): deny", timeout=20)
+        print(f"{last['name']}: denied from the tray menu")
         denied_file = next(c for n, _p, c in ASKING if n == last["name"]).split()[-1]
         dt.poll(
             f"{last['name']} to carry on",
@@ -190,7 +199,7 @@ def main() -> int:
         ran = sorted(p.name for f in projects.values() for p in f.glob("*.txt"))
         print("files the agents made:", ran)
         assert denied_file not in ran, ran
-        shot("6-end.png")
+        shot("7-end.png")
         print("states:", {n: a["state"] for n, a in agents().items()})
         return 0
     finally:
