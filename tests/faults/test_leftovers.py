@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests import leftovers
 from tests.polling import wait_until
 
@@ -47,6 +49,7 @@ def test_a_host_is_found_by_the_home_in_its_command_line(tmp_path: Path) -> None
     assert sorted(f.pid for f in found) == [10, 11, 14]
 
 
+@pytest.mark.slow
 def test_a_run_that_leaves_a_process_fails_naming_the_test() -> None:
     done = subprocess.run(
         [

@@ -232,3 +232,31 @@ def test_the_mcp_relay_never_opens_a_session_on_a_planted_socket(planted: Plante
     with pytest.raises(relay.Unreachable, match="not a private folder of yours"):
         relay.Relay(str(planted.path), "ag_x").connect()
     assert planted.accepted == 0
+
+
+@pytest.mark.slow
+async def test_an_agents_files_are_0600_in_0700_folders(fake_claude: Path) -> None:
+    from volee_desktop.daemon.agents import allowed_env
+    from volee_desktop.ipc.aclient import AsyncClient
+
+    old = os.umask(0o022)
+    d = await Daemon.start(dirs())
+    client = await AsyncClient.connect(d.dirs.socket)
+    try:
+        env = {**allowed_env(dict(os.environ)), "FAKE_HARNESS_HOME": str(fake_claude / "fh")}
+        view = await client.call(
+            "agents.spawn", {"cwd": str(fake_claude), "env": env, "prompt": None}, timeout=30
+        )
+        files = d.agents.files_of(view["id"])
+        written = [p for p in files.rglob("*") if p.is_file()]
+        assert written, "the claude harness writes its settings there"
+        for path in written:
+            assert _mode(path) == 0o600, path
+        assert _mode(files) == 0o700
+        assert _mode(files.parent) == 0o700
+        log = d.agents.record_of(view["id"]).with_suffix(".log")
+        assert _mode(log) == 0o600
+    finally:
+        os.umask(old)
+        await client.close()
+        await d.close()

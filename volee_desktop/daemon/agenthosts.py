@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
+from ..atomicfile import write_atomic
 from ..core import events as ev
 from ..core.model import Agent, Harness
 from ..core.states import AgentState
@@ -174,7 +175,8 @@ class AgentHosts:
         try:
             self.make_files_dir(agent.id)
             for path, text in plan.files.items():
-                Path(path).write_text(text)
+                # Settings with hook commands, MCP configs: the agent's own, 0600.
+                write_atomic(Path(path), text.encode(), 0o600)
             cwd = agent.launch.cwd if agent.launch else agent.cwd
             env = self.agent_env(agent, plan)
             await self.check_binary(agent, plan, env)
