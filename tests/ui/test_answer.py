@@ -279,7 +279,7 @@ def test_a_mission_to_approve_counts_in_the_badge_header_list_and_menu(
     controller.tray.apply_now()
     assert controller.tray.summary.needs == 1
     assert controller.tray.summary.missions == 1
-    assert controller.panel.header.text().startswith("1 mission to approve")
+    assert controller.panel.summary().startswith("1 mission to approve")
     panel = controller.panel
     assert not panel.missions.isHidden()
     label, button = (

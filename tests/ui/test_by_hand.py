@@ -91,7 +91,7 @@ def test_the_tooltip_says_notifications_are_paused(controller: Any, world: World
     controller.tray.action_pause.setChecked(True)
     controller.tray.apply_now()
     assert controller.tray.icon.toolTip() == "1 needs you · notifications paused"
-    assert controller.panel.header.text() == "1 needs you · notifications paused"
+    assert controller.panel.summary() == "1 needs you · notifications paused"
     controller.tray.action_pause.setChecked(False)
     controller.tray.apply_now()
     assert controller.tray.icon.toolTip() == "1 needs you"

@@ -75,7 +75,7 @@ def test_tray_reflects_live_counts(controller: Any, world: World, qtbot: Any) ->
     controller.tray.apply_now()
     assert controller.tray.icon.toolTip() == "1 needs you · 1 working"
     assert controller.tray.summary.needs == 1
-    assert controller.panel.header.text() == "1 needs you · 1 working"
+    assert controller.panel.summary() == "1 needs you · 1 working"
     world.state(a, AgentState.FAILED, "boom")
     controller.tray.apply_now()
     assert controller.tray.summary.mark is Mark.WARNING

@@ -2,8 +2,8 @@
 
 Rows are kept in ``Registry.by_urgency`` order.  An event moves, inserts,
 removes or repaints only the rows of the agents it changed (no model reset per
-event), so the list stays smooth with hundreds of agents; the filter is a
-proxy over it.
+event), so the list stays smooth with hundreds of agents; ``list_rows.ListRows``
+lays out what the list shows (groups, folds, filters) over it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from PySide6.QtCore import (
     QModelIndex,
     QObject,
     QPersistentModelIndex,
-    QSortFilterProxyModel,
     Qt,
     Signal,
 )
@@ -181,30 +180,3 @@ class AgentListModel(QAbstractListModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             return tooltip_text(agent, self.clock())
         return None
-
-
-class AgentFilter(QSortFilterProxyModel):
-    """Rows whose name, state, detail, activity, folder or mission contain every typed word."""
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._words: list[str] = []
-
-    def set_text(self, text: str) -> None:
-        words = text.lower().split()
-        if words == self._words:
-            return
-        if hasattr(self, "endFilterChange"):  # Qt >= 6.10: invalidateFilter is deprecated
-            self.beginFilterChange()
-            self._words = words
-            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
-        else:
-            self._words = words
-            self.invalidateFilter()
-
-    def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:
-        if not self._words:
-            return True
-        model = self.sourceModel()
-        haystack = model.data(model.index(source_row, 0, source_parent), SearchRole)
-        return isinstance(haystack, str) and all(w in haystack for w in self._words)

@@ -68,6 +68,16 @@ def _default_login_item() -> LoginItem:
     return for_this_platform()
 
 
+def _default_list_prefs() -> Path | None:
+    from volee_desktop import paths
+
+    try:
+        return paths.state_dir() / "list.json"
+    except Exception as exc:  # the list works without its remembered settings
+        log.warning("the list's settings will not be kept: %s", exc)
+        return None
+
+
 @dataclass
 class AppOptions:
     """The seams of the app (tests replace them; the defaults are the real things)."""
@@ -83,6 +93,7 @@ class AppOptions:
     tray_watcher: Callable[[QObject], TrayWatcher] | None = None  # None: the real one
     screen_lines: int = 200
     focus: Callable[[int | None], Focused] = bring_forward  # Open on an agent in its own terminal
+    list_prefs: Path | None = None  # the list's size, position and modes (None: state/list.json)
 
 
 class AppController(QObject):
@@ -111,7 +122,10 @@ class AppController(QObject):
                 self.tray_watcher = make(self)
                 self.tray_watcher.appeared.connect(self._tray_appeared)
         self.has_tray = use_tray
-        self.panel = AgentPanel(self.model, popup=use_tray)
+        prefs = options.list_prefs
+        if prefs is None:
+            prefs = _default_list_prefs()
+        self.panel = AgentPanel(self.model, popup=use_tray, prefs_path=prefs)
         self.panel.setWindowIcon(self.icons.app_icon())
         # The daemon's discovery lists often for this app only while someone looks at it.
         self.looking = Looking(self)

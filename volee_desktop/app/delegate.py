@@ -1,4 +1,10 @@
-"""How one agent row is painted: name, coloured state, detail, last activity, time, mission."""
+"""How the list's rows are painted: an agent in three lines or one (compact), a group header.
+
+Full row: name, markers, context share and time in state; the coloured state and its
+detail (elided in the middle: its end, often the part that says what to do, stays);
+the last activity of the current turn (else the folder) and the mission.  Compact
+row: state mark, name, request or detail, context share, time in state.
+"""
 
 from __future__ import annotations
 
@@ -13,24 +19,45 @@ from volee_desktop.core.durations import duration
 from volee_desktop.core.model import Agent, Mission
 
 from .agent_model import AgentRole, MissionRole
-from .texts import STATE_COLOUR, STATE_LABEL, detail_text, markers, mission_label
+from .list_rows import GroupHeader, GroupRole
+from .texts import (
+    CONTEXT_LIMIT,
+    STATE_COLOUR,
+    STATE_MARK,
+    activity_text,
+    detail_text,
+    markers,
+    mission_label,
+    near_limit,
+    state_and_detail,
+)
 
 PAD = 6
 BAR = 4
+CONTEXT_W = 34  # the context bar's width
+NEAR_COLOUR = "#e8590c"
 
 
 class AgentDelegate(QStyledItemDelegate):
-    """Paints a three-line agent row; ``clock`` gives "now" for the time in state."""
+    """Paints the list's rows; ``clock`` gives "now" for the time in state, ``compact`` picks
+    one line per agent, ``context_limit`` the share from which an agent is marked."""
 
     def __init__(self, parent: QObject | None = None, clock: Callable[[], float] = time.time):
         super().__init__(parent)
         self.clock = clock
+        self.compact = False
+        self.context_limit = CONTEXT_LIMIT
+
+    def row_height(self, option: QStyleOptionViewItem) -> int:
+        line = QFontMetrics(option.font).height()
+        return line + 6 if self.compact else 3 * line + 2 * PAD + 4
 
     def sizeHint(
         self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
     ) -> QSize:
-        line = QFontMetrics(option.font).height()
-        return QSize(320, 3 * line + 2 * PAD + 4)
+        if isinstance(index.data(GroupRole), GroupHeader):
+            return QSize(320, QFontMetrics(option.font).height() + 8)
+        return QSize(320, self.row_height(option))
 
     def paint(
         self,
@@ -38,28 +65,135 @@ class AgentDelegate(QStyledItemDelegate):
         option: QStyleOptionViewItem,
         index: QModelIndex | QPersistentModelIndex,
     ) -> None:
+        header = index.data(GroupRole)
+        if isinstance(header, GroupHeader):
+            self._paint_header(painter, option, header)
+            return
         agent = index.data(AgentRole)
         if not isinstance(agent, Agent):
             super().paint(painter, option, index)
             return
-        mission = index.data(MissionRole)
         painter.save()
-        rect: QRect = option.rect
-        palette: QPalette = option.palette
-        selected = bool(option.state & QStyle.StateFlag.State_Selected)
         style = option.widget.style() if option.widget else QApplication.style()
         style.drawPrimitive(
             QStyle.PrimitiveElement.PE_PanelItemViewItem, option, painter, option.widget
         )
-        colour = QColor(STATE_COLOUR[agent.state])
-        painter.fillRect(QRect(rect.left(), rect.top() + 2, BAR, rect.height() - 4), colour)
+        if self.compact:
+            self._paint_compact(painter, option, agent)
+        else:
+            self._paint_full(painter, option, agent, index.data(MissionRole))
+        painter.restore()
 
+    # --- pieces ------
+
+    def _pens(self, option: QStyleOptionViewItem) -> tuple[QColor, QColor, bool]:
+        selected = bool(option.state & QStyle.StateFlag.State_Selected)
+        palette: QPalette = option.palette
         text = palette.color(
             QPalette.ColorGroup.Active,
             QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text,
         )
         dim = QColor(text)
         dim.setAlphaF(0.62)
+        return text, dim, selected
+
+    def _context(self, painter: QPainter, agent: Agent, x: int, y: int, h: int, dim: QColor) -> int:
+        """Draw the context bar and its percentage ending at ``x``; returns its left edge."""
+        share = agent.context_share
+        if share is None:
+            return x
+        fm = QFontMetrics(painter.font())
+        near = near_limit(agent, self.context_limit)
+        label = f"{round(share * 100)}%"
+        label_w = fm.horizontalAdvance("100%")
+        colour = QColor(NEAR_COLOUR if near else "#1c7ed6")
+        left = x - label_w - 4 - CONTEXT_W
+        bar = QRect(left, y + h // 2 - 3, CONTEXT_W, 6)
+        track = QColor(dim)
+        track.setAlphaF(0.25)
+        painter.fillRect(bar, track)
+        painter.fillRect(QRect(bar.left(), bar.top(), round(CONTEXT_W * share), 6), colour)
+        painter.setPen(colour if near else dim)
+        painter.drawText(QRect(x - label_w, y, label_w, h), Qt.AlignmentFlag.AlignRight, label)
+        return left - PAD
+
+    def _paint_header(
+        self, painter: QPainter, option: QStyleOptionViewItem, header: GroupHeader
+    ) -> None:
+        painter.save()
+        rect: QRect = option.rect
+        text, dim, _selected = self._pens(option)
+        shade = QColor(dim)
+        shade.setAlphaF(0.10)
+        painter.fillRect(rect, shade)
+        bold = QFont(option.font)
+        bold.setBold(True)
+        painter.setFont(bold)
+        painter.setPen(QColor("#e8590c") if header.hidden else text)
+        arrow = "" if header.hidden else ("▸ " if header.folded else "▾ ")
+        words = arrow + header.text()
+        fm = QFontMetrics(bold)
+        left = rect.left() + PAD
+        inner = QRect(left, rect.top(), rect.width() - 2 * PAD, rect.height())
+        painter.drawText(inner, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, words)
+        if header.path:
+            x = left + fm.horizontalAdvance(words) + PAD
+            painter.setFont(option.font)
+            painter.setPen(dim)
+            path = QFontMetrics(option.font).elidedText(
+                header.path, Qt.TextElideMode.ElideMiddle, max(0, rect.right() - PAD - x)
+            )
+            painter.drawText(
+                QRect(x, rect.top(), rect.right() - PAD - x, rect.height()),
+                Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                path,
+            )
+        painter.restore()
+
+    def _paint_compact(self, painter: QPainter, option: QStyleOptionViewItem, agent: Agent) -> None:
+        rect: QRect = option.rect
+        text, dim, selected = self._pens(option)
+        base = QFont(option.font)
+        bold = QFont(base)
+        bold.setBold(True)
+        fm, bfm = QFontMetrics(base), QFontMetrics(bold)
+        line = fm.height()
+        top = rect.top() + (rect.height() - line) // 2
+        left = rect.left() + PAD
+        right = rect.right() - PAD
+        colour = QColor(STATE_COLOUR[agent.state])
+        painter.setFont(bold)
+        painter.setPen(text if selected else colour)
+        mark = STATE_MARK[agent.state]
+        painter.drawText(QRect(left, top, 16, line), Qt.AlignmentFlag.AlignLeft, mark)
+        left += 16
+        painter.setFont(base)
+        since = duration(self.clock() - agent.state_since)
+        since_w = fm.horizontalAdvance(since)
+        painter.setPen(dim)
+        painter.drawText(
+            QRect(right - since_w, top, since_w, line), Qt.AlignmentFlag.AlignRight, since
+        )
+        right = self._context(painter, agent, right - since_w - PAD, top, line, dim)
+        painter.setFont(bold)
+        painter.setPen(text)
+        room = right - left
+        name = bfm.elidedText(agent.name, Qt.TextElideMode.ElideRight, min(room // 2, 220))
+        painter.drawText(QRect(left, top, room, line), Qt.AlignmentFlag.AlignLeft, name)
+        x = left + bfm.horizontalAdvance(name) + PAD
+        painter.setFont(base)
+        painter.setPen(text if selected else dim)
+        shown = detail_text(agent) or state_and_detail(agent)[0]
+        detail = fm.elidedText(shown, Qt.TextElideMode.ElideMiddle, max(0, right - x))
+        painter.drawText(QRect(x, top, right - x, line), Qt.AlignmentFlag.AlignLeft, detail)
+
+    def _paint_full(
+        self, painter: QPainter, option: QStyleOptionViewItem, agent: Agent, mission: object
+    ) -> None:
+        rect: QRect = option.rect
+        text, dim, selected = self._pens(option)
+        colour = QColor(STATE_COLOUR[agent.state])
+        painter.fillRect(QRect(rect.left(), rect.top() + 2, BAR, rect.height() - 4), colour)
         base_font = QFont(option.font)
         bold = QFont(base_font)
         bold.setBold(True)
@@ -69,45 +203,48 @@ class AgentDelegate(QStyledItemDelegate):
         right = rect.right() - PAD
         top = rect.top() + PAD
 
-        # Line 1: name, markers, time in state (right).
-        since = duration(self.clock() - agent.state_since)
+        # Line 1: name, markers, context share, time in state (right).
+        since = "for " + duration(self.clock() - agent.state_since)
         painter.setFont(base_font)
         since_w = fm.horizontalAdvance(since)
         painter.setPen(dim)
         painter.drawText(
             QRect(right - since_w, top, since_w, line), Qt.AlignmentFlag.AlignRight, since
         )
+        end = self._context(painter, agent, right - since_w - PAD, top, line, dim)
         painter.setFont(bold)
         bfm = QFontMetrics(bold)
-        room = right - since_w - PAD - left
+        room = end - left
         name = bfm.elidedText(agent.name, Qt.TextElideMode.ElideRight, max(room // 2, room - 160))
         painter.setPen(text)
         painter.drawText(QRect(left, top, room, line), Qt.AlignmentFlag.AlignLeft, name)
         flags = markers(agent)
+        if near_limit(agent, self.context_limit):
+            flags.append("near its context limit")
         if flags:
             x = left + bfm.horizontalAdvance(name) + PAD
             painter.setFont(base_font)
-            painter.setPen(QColor("#f08c00") if agent.interrupted else dim)
-            tag = fm.elidedText(
-                " · ".join(flags), Qt.TextElideMode.ElideRight, max(0, right - since_w - PAD - x)
-            )
-            painter.drawText(QRect(x, top, right - x, line), Qt.AlignmentFlag.AlignLeft, tag)
+            warn = agent.interrupted or near_limit(agent, self.context_limit)
+            painter.setPen(QColor("#f08c00") if warn else dim)
+            tag = fm.elidedText(" · ".join(flags), Qt.TextElideMode.ElideRight, max(0, end - x))
+            painter.drawText(QRect(x, top, max(0, end - x), line), Qt.AlignmentFlag.AlignLeft, tag)
 
-        # Line 2: coloured state, detail.
+        # Line 2: coloured state, the rest of the detail (elided in the middle).
         y = top + line + 2
-        label = STATE_LABEL[agent.state]
+        label, rest = state_and_detail(agent)
         painter.setFont(bold)
         painter.setPen(text if selected else colour)
         painter.drawText(QRect(left, y, right - left, line), Qt.AlignmentFlag.AlignLeft, label)
         x = left + bfm.horizontalAdvance(label)
-        shown = detail_text(agent)
-        if shown:
+        if rest:
             painter.setFont(base_font)
             painter.setPen(text)
-            detail = fm.elidedText(" · " + shown, Qt.TextElideMode.ElideRight, right - x)
+            sep = " " if detail_text(agent).lower().startswith(label) else " · "
+            joined = sep + rest
+            detail = fm.elidedText(joined, Qt.TextElideMode.ElideMiddle, right - x)
             painter.drawText(QRect(x, y, right - x, line), Qt.AlignmentFlag.AlignLeft, detail)
 
-        # Line 3: last activity (left), mission (right).
+        # Line 3: last activity of this turn (else the folder) (left), mission (right).
         y += line + 2
         painter.setFont(base_font)
         painter.setPen(dim)
@@ -119,13 +256,8 @@ class AgentDelegate(QStyledItemDelegate):
             painter.drawText(
                 QRect(right - goal_w, y, goal_w, line), Qt.AlignmentFlag.AlignRight, goal
             )
-        activity = agent.activity
-        if activity and agent.activity_at is not None:
-            activity = f"{activity} ({duration(self.clock() - agent.activity_at)} ago)"
-        elif not activity:
-            activity = agent.cwd
+        activity = activity_text(agent, self.clock()) or agent.worktree or agent.cwd
         activity = fm.elidedText(
             activity, Qt.TextElideMode.ElideMiddle, right - left - goal_w - PAD
         )
         painter.drawText(QRect(left, y, right - left, line), Qt.AlignmentFlag.AlignLeft, activity)
-        painter.restore()

@@ -3,18 +3,28 @@
 The panel knows nothing of the daemon: it emits ``action(name, agent_id)`` and
 the app's ``Actions`` carry it out.  Keyboard: type to filter, Down/Up to move,
 Enter opens, Ctrl+R reply, Ctrl+S stop, Ctrl+E resume, Ctrl+T timeline,
-Ctrl+Delete forget, Ctrl+F the filter, Escape clears the filter then hides.
-While the selected agent needs you, its request shows above the buttons with
-its answers: Ctrl+Y allow, Ctrl+D deny, or Alt+1… a question's options.
+Ctrl+Delete forget, Ctrl+F the filter, Escape clears the filter then hides;
+Ctrl+N goes to the next agent that needs you, Ctrl+Shift+F to the next failed one;
+Ctrl+K compact rows, Ctrl+G the next grouping; Left folds the selected agent's group,
+Right unfolds it.  While the selected agent needs you, its request shows above the
+buttons with its answers: Ctrl+Y allow, Ctrl+D deny, or Alt+1… a question's options.
+
+The list never hides what needs you: a filter (typed, or a count of the header
+clicked) is said above the rows and shows the agents that need you or failed beneath
+the ones it matches; closing the list clears it; opening the list selects the most
+urgent agent.  Its size, position, compact mode, grouping and folds are remembered
+(``ListPrefs``).
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from PySide6.QtCore import (
     QEvent,
     QItemSelectionModel,
+    QModelIndex,
     QObject,
     QPoint,
     QRect,
@@ -29,17 +39,22 @@ from PySide6.QtGui import (
     QHideEvent,
     QKeyEvent,
     QKeySequence,
+    QMoveEvent,
+    QResizeEvent,
     QShowEvent,
 )
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
+    QComboBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QListView,
     QMenu,
     QPushButton,
+    QSizeGrip,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -48,10 +63,12 @@ from volee_desktop.core.model import Agent, RequestKind
 from volee_desktop.core.states import AgentState
 
 from .actions import Action
-from .agent_model import AgentFilter, AgentListModel, AgentRole, IdRole
+from .agent_model import AgentListModel, AgentRole, IdRole
 from .attention import MissionLine, label, short
 from .delegate import AgentDelegate
-from .texts import action_label, can_resume, can_stop
+from .list_prefs import ListPrefs
+from .list_rows import STATE_FILTERS, Grouping, ListRows
+from .texts import STATE_LABEL, action_label, can_resume, can_stop, summary_links
 
 # (action, button text, shortcut)
 ACTIONS: tuple[tuple[Action, str, str], ...] = (
@@ -72,7 +89,26 @@ EXTRA_ACTIONS: tuple[tuple[Action, str], ...] = (
     (Action.OUTPUT, "Show recent output"),
     (Action.TERMINAL, "Attach in a terminal"),
 )
+# (what, shortcut, words): moving to the next agent that needs you or failed, and the
+# list's modes.
+JUMPS: tuple[tuple[AgentState, str, str], ...] = (
+    (AgentState.NEEDS_INPUT, "Ctrl+N", "Next agent that needs you"),
+    (AgentState.FAILED, "Ctrl+Shift+F", "Next failed agent"),
+)
+COMPACT_KEY = "Ctrl+K"
+GROUP_KEY = "Ctrl+G"
+GROUPINGS: tuple[tuple[Grouping, str], ...] = (
+    (Grouping.NONE, "No groups"),
+    (Grouping.STATE, "By state"),
+    (Grouping.PROJECT, "By project"),
+)
 _NATIVE = QKeySequence.SequenceFormat.NativeText
+
+
+def keys(shortcut: str) -> str:
+    return QKeySequence(shortcut).toString(_NATIVE)
+
+
 REPAINT_MS = 20_000  # "3 min" in the rows moves on while the panel is open
 
 
@@ -84,7 +120,13 @@ class AgentPanel(QWidget):
     hidden = Signal()
     closed = Signal()  # the person closed the window (not the popup): without a tray, quit
 
-    def __init__(self, model: AgentListModel, parent: QWidget | None = None, popup: bool = True):
+    def __init__(
+        self,
+        model: AgentListModel,
+        parent: QWidget | None = None,
+        popup: bool = True,
+        prefs_path: Path | None = None,
+    ):
         super().__init__(parent)
         self.setObjectName("agentPanel")
         self.setWindowTitle("Agents — volee")
@@ -93,12 +135,21 @@ class AgentPanel(QWidget):
         if popup:
             self.setWindowFlags(Qt.WindowType.Tool | Qt.WindowType.WindowStaysOnTopHint)
         self.model = model
-        self.proxy = AgentFilter(self)
-        self.proxy.setSourceModel(model)
+        self.prefs_path = prefs_path
+        self.prefs = ListPrefs.load(prefs_path)
+        self.rows = ListRows(model, self)
+        self.rows.folded = set(self.prefs.folded)
+        self.rows.keep = self._keep_place
+        self.rows.restore = self._restore_place
+        self.state_filter: AgentState | None = None
+        self._summary = ""
+        self._placing = False  # moves volee makes (next to the tray) are not the person's
 
         self.header = QLabel(self)
         self.header.setObjectName("summary")
-        self.header.setTextFormat(Qt.TextFormat.PlainText)
+        self.header.setTextFormat(Qt.TextFormat.RichText)
+        self.header.setToolTip("Click a count to show only those agents")
+        self.header.linkActivated.connect(self._header_clicked)
         # Missions waiting for approval: above the agents, each with its Review button.
         self.missions = QWidget(self)
         self.missions.setObjectName("missions")
@@ -114,23 +165,53 @@ class AgentPanel(QWidget):
         self.filter.setClearButtonEnabled(True)
         self.filter.textChanged.connect(self._filter_changed)
         self.filter.installEventFilter(self)
+        self.compact = QToolButton(self)
+        self.compact.setObjectName("compact")
+        self.compact.setText("Compact")
+        self.compact.setCheckable(True)
+        self.compact.setToolTip(f"One line per agent ({keys(COMPACT_KEY)})")
+        self.compact.toggled.connect(self.set_compact)
+        self.grouping = QComboBox(self)
+        self.grouping.setObjectName("grouping")
+        for grouping, words in GROUPINGS:
+            self.grouping.addItem(words, grouping.value)
+        self.grouping.setToolTip(f"Group the agents ({keys(GROUP_KEY)}: the next grouping)")
+        self.grouping.currentIndexChanged.connect(
+            lambda i: self.set_grouping(Grouping(self.grouping.itemData(i)))
+        )
+        # What a filter hides, said while it is set (with a way out).
+        self.filter_note = QWidget(self)
+        self.filter_note.setObjectName("filterNote")
+        note = QHBoxLayout(self.filter_note)
+        note.setContentsMargins(0, 0, 0, 0)
+        self.filter_label = QLabel(self.filter_note)
+        self.filter_label.setObjectName("filterLabel")
+        self.filter_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.filter_label.setWordWrap(True)
+        clear = QPushButton("Show all", self.filter_note)
+        clear.setObjectName("clearFilter")
+        clear.setAutoDefault(False)
+        clear.setToolTip(f"Clear the filter ({keys('Esc')})")
+        clear.clicked.connect(self.clear_filter)
+        note.addWidget(self.filter_label, 1)
+        note.addWidget(clear)
+        self.filter_note.hide()
 
         self.view = QListView(self)
         self.view.setObjectName("agents")
-        self.view.setModel(self.proxy)
+        self.view.setModel(self.rows)
         self.delegate = AgentDelegate(self.view)
         self.view.setItemDelegate(self.delegate)
         self.view.setUniformItemSizes(True)  # 500 rows: no per-row size queries
+        self.view.clicked.connect(self._clicked)
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
         self.view.doubleClicked.connect(lambda _: self.trigger(Action.OPEN))
         self.view.selectionModel().currentChanged.connect(lambda *_: self._update_buttons())
-        self.proxy.rowsInserted.connect(self._ensure_current)
-        self.proxy.modelReset.connect(self._ensure_current)
-        self.proxy.rowsRemoved.connect(self._ensure_current)
-        self.proxy.dataChanged.connect(lambda *_: self._update_buttons())
+        self.rows.rebuilt.connect(self._rebuilt)
+        self.rows.dataChanged.connect(lambda *_: self._update_buttons())
 
         self.empty = QLabel("No agents yet. Start one with `volee spawn`.", self)
         self.empty.setObjectName("empty")
@@ -145,7 +226,7 @@ class AgentPanel(QWidget):
             button = QPushButton(text, self)
             button.setObjectName(f"action-{name}")
             button.setAutoDefault(False)
-            button.setToolTip(f"{text.rstrip('…')} ({QKeySequence(shortcut).toString(_NATIVE)})")
+            button.setToolTip(f"{text.rstrip('…')} ({keys(shortcut)})")
             button.clicked.connect(lambda _=False, n=name: self.trigger(n))
             self.buttons[name] = button
             bar.addWidget(button)
@@ -202,6 +283,22 @@ class AgentPanel(QWidget):
         find.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         find.triggered.connect(self.focus_filter)
         self.addAction(find)
+        for state, shortcut, words in JUMPS:
+            jump = QAction(words, self)
+            jump.setShortcut(QKeySequence(shortcut))
+            jump.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            jump.triggered.connect(lambda _=False, s=state: self.next_in(s))
+            self.addAction(jump)
+            self.qactions[f"next-{state.value}"] = jump
+        for shortcut, slot in (
+            (COMPACT_KEY, lambda: self.compact.toggle()),
+            (GROUP_KEY, self.next_grouping),
+        ):
+            mode = QAction(self)
+            mode.setShortcut(QKeySequence(shortcut))
+            mode.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            mode.triggered.connect(slot)
+            self.addAction(mode)
         self.view.installEventFilter(self)
 
         self.status = QLabel(self)
@@ -216,13 +313,27 @@ class AgentPanel(QWidget):
         layout.setSpacing(6)
         layout.addWidget(self.header)
         layout.addWidget(self.missions)
-        layout.addWidget(self.filter)
+        top = QHBoxLayout()
+        top.setSpacing(4)
+        top.addWidget(self.filter, 1)
+        top.addWidget(self.grouping)
+        top.addWidget(self.compact)
+        layout.addLayout(top)
+        layout.addWidget(self.filter_note)
         layout.addWidget(self.view, 1)
         layout.addWidget(self.empty, 1)
         layout.addWidget(self.status)
         layout.addWidget(self.request_bar)
+        # A popup has no frame to pull on: a grip in its corner resizes it.
+        self.grip = QSizeGrip(self)
+        bar.addWidget(self.grip, 0, Qt.AlignmentFlag.AlignBottom | Qt.AlignmentFlag.AlignRight)
         layout.addLayout(bar)
-        self.resize(560, 520)
+        self.setMinimumSize(360, 300)
+        self.resize(*self.prefs.size)
+        self.compact.setChecked(self.prefs.compact)
+        self.grouping.setCurrentIndex(
+            next(i for i, (g, _w) in enumerate(GROUPINGS) if g.value == self.prefs.grouping)
+        )
 
         self._repaint = QTimer(self)
         self._repaint.setInterval(REPAINT_MS)
@@ -241,24 +352,192 @@ class AgentPanel(QWidget):
         return value if isinstance(value, str) else None
 
     def select(self, agent_id: str) -> bool:
-        row = self.model.row_of(agent_id)
+        self.rows.flush()
+        row = self.rows.row_of(agent_id)
         if row is None:
             return False
-        index = self.proxy.mapFromSource(self.model.index(row))
-        if not index.isValid():
-            return False
+        self._set_row(row)
+        return True
+
+    def _set_row(self, row: int) -> None:
+        index = self.rows.index(row, 0)
         self.view.selectionModel().setCurrentIndex(
             index, QItemSelectionModel.SelectionFlag.ClearAndSelect
         )
         self.view.scrollTo(index)
-        return True
 
     def visible_ids(self) -> list[str]:
-        return [str(self.proxy.index(r, 0).data(IdRole)) for r in range(self.proxy.rowCount())]
+        """The agents the filter lets through, top to bottom (not the ones shown beneath)."""
+        self.rows.flush()
+        return self.rows.shown_ids()
+
+    def listed_ids(self) -> list[str]:
+        """Every agent row on the list, the ones shown beneath a filter included."""
+        self.rows.flush()
+        return self.rows.agent_ids()
+
+    def _agent_rows(self) -> list[int]:
+        return [r for r in range(self.rows.rowCount()) if self.rows.agent_at(r) is not None]
+
+    def _keep_place(self) -> tuple[str | None, int]:
+        return self.current_id(), self.view.verticalScrollBar().value()
+
+    def _restore_place(self, agent_id: str | None, scroll: int) -> None:
+        self.view.verticalScrollBar().setValue(scroll)
+        row = self.rows.row_of(agent_id) if agent_id is not None else None
+        if row is not None:
+            self.view.selectionModel().setCurrentIndex(
+                self.rows.index(row, 0), QItemSelectionModel.SelectionFlag.ClearAndSelect
+            )
+
+    def _rebuilt(self) -> None:
+        self._ensure_current()
+        self._update_filter_note()
+
+    def _scroll_to_current(self) -> None:
+        current = self.view.currentIndex()
+        if current.isValid():
+            self.view.scrollTo(current)
+
+    def select_most_urgent(self) -> None:
+        """Select the most urgent agent on the list and scroll it into view."""
+        self.rows.flush()
+        rows = self._agent_rows()
+        if not rows:
+            return
+        first = self.model.ids()
+        order = {agent_id: i for i, agent_id in enumerate(first)}
+        best = min(rows, key=lambda r: order.get(self.rows.agent_at(r).id, 1 << 30))  # type: ignore[union-attr]
+        self._set_row(best)
+
+    def next_in(self, state: AgentState) -> bool:
+        """Move to the next agent (after the selected one, wrapping) in ``state``."""
+        self.rows.flush()
+        rows = [
+            r
+            for r in self._agent_rows()
+            if (agent := self.rows.agent_at(r)) is not None and agent.state is state
+        ]
+        if not rows:
+            self.show_status(f"No agent {STATE_LABEL[state]}.", transient=True)
+            return False
+        current = self.view.currentIndex().row()
+        after = [r for r in rows if r > current]
+        self._set_row(after[0] if after else rows[0])
+        return True
+
+    # --- modes ------
+
+    def set_compact(self, compact: bool) -> None:
+        if self.compact.isChecked() != compact:
+            self.compact.setChecked(compact)  # comes back here through toggled
+            return
+        self.delegate.compact = compact
+        self.prefs.compact = compact
+        self._relayout()
+        self._save_prefs()
+
+    def set_grouping(self, grouping: Grouping) -> None:
+        index = next(i for i, (g, _w) in enumerate(GROUPINGS) if g is grouping)
+        if self.grouping.currentIndex() != index:
+            self.grouping.setCurrentIndex(index)  # comes back here
+            return
+        self.prefs.grouping = grouping.value
+        self.rows.set_grouping(grouping)
+        self._relayout()
+        self._save_prefs()
+
+    def next_grouping(self) -> None:
+        self.grouping.setCurrentIndex((self.grouping.currentIndex() + 1) % len(GROUPINGS))
+
+    def _relayout(self) -> None:
+        # Headers are shorter than full rows: sizes are uniform only without groups, or
+        # when every row is one line.
+        self.view.setUniformItemSizes(self.rows.grouping is Grouping.NONE or self.delegate.compact)
+        self.view.doItemsLayout()
+        self.view.viewport().update()
+        current = self.view.currentIndex()
+        if current.isValid():
+            self.view.scrollTo(current)
+
+    def toggle_fold(self, key: str) -> None:
+        self.rows.toggle_fold(key)
+        self.prefs.folded = sorted(self.rows.folded)
+        self._save_prefs()
+
+    def _clicked(self, index: QModelIndex) -> None:
+        header = self.rows.header(index.row())
+        if header is not None:
+            self.toggle_fold(header.key)
+
+    def _fold_current(self, fold: bool) -> bool:
+        agent = self.current_agent()
+        if agent is None or self.rows.grouping is Grouping.NONE:
+            return False
+        row = self.view.currentIndex().row()
+        while row >= 0 and self.rows.header(row) is None:
+            row -= 1
+        header = self.rows.header(row)
+        if header is None or header.hidden or header.folded == fold:
+            return False
+        self.toggle_fold(header.key)
+        return True
+
+    def _save_prefs(self) -> None:
+        self.prefs.save(self.prefs_path)
+
+    # --- filters ------
+
+    def _header_clicked(self, link: str) -> None:
+        kind, _, value = link.partition(":")
+        if kind != "state":
+            return
+        try:
+            state = AgentState(value)
+        except ValueError:
+            return
+        self.set_state_filter(None if state is self.state_filter else state)
+
+    def set_state_filter(self, state: AgentState | None) -> None:
+        """Show only the agents in ``state`` (None: every state), as the header's counts do."""
+        self.state_filter = state
+        states = frozenset() if state is None else STATE_FILTERS.get(state, frozenset({state}))
+        self.rows.set_states(states)
+        self.header.setText(summary_links(self._summary, state))
+        self._update_filter_note()
+        self.select_most_urgent()
+
+    def clear_filter(self) -> None:
+        self.filter.clear()
+        if self.state_filter is not None:
+            self.set_state_filter(None)
+
+    def _update_filter_note(self) -> None:
+        if not self.rows.filtered:
+            self.filter_note.hide()
+            return
+        what = []
+        if self.state_filter is not None:
+            what.append(
+                f"only agents that {STATE_LABEL[self.state_filter]}"
+                if self.state_filter is AgentState.NEEDS_INPUT
+                else f"only {STATE_LABEL[self.state_filter]} agents"
+            )
+        if self.rows.words:
+            what.append(f"matching “{' '.join(self.rows.words)}”")
+        shown = len(self.rows.shown_ids())
+        text = f"Filtered: {' '.join(what)} ({shown} of {self.model.rowCount()})"
+        hidden = sum(self.rows.hidden_counts.values())
+        if hidden:
+            text += f"; {hidden} that need you or failed shown beneath"
+        self.filter_label.setText(text)
+        self.filter_note.show()
 
     # --- actions ------
 
     def trigger(self, name: str) -> None:
+        if self.rows.flush():
+            self._ensure_current()
         agent_id = self.current_id()
         if agent_id is not None and (name not in self.buttons or self.buttons[name].isEnabled()):
             self._clear_transient()
@@ -280,8 +559,13 @@ class AgentPanel(QWidget):
         if self._status_transient:
             self.show_status("")
 
+    def summary(self) -> str:
+        """The header's words (its counts are links)."""
+        return self._summary
+
     def set_summary(self, text: str) -> None:
-        self.header.setText(text)
+        self._summary = text
+        self.header.setText(summary_links(text, self.state_filter))
 
     def _refresh_mission_times(self) -> None:
         if self._mission_lines:  # "waiting 4 min" moves on while the list is open
@@ -329,15 +613,19 @@ class AgentPanel(QWidget):
         self.filter.selectAll()
 
     def _filter_changed(self, text: str) -> None:
-        self.proxy.set_text(text)
+        self.rows.set_text(text)
         self._ensure_current()
+        self._update_filter_note()
 
     def _ensure_current(self, *_: object) -> None:
-        has_rows = self.proxy.rowCount() > 0
+        has_rows = self.rows.rowCount() > 0
         self.view.setVisible(has_rows or self.model.rowCount() > 0)
         self.empty.setVisible(self.model.rowCount() == 0)
-        if has_rows and not self.view.currentIndex().isValid():
-            self.view.setCurrentIndex(self.proxy.index(0, 0))
+        current = self.view.currentIndex()
+        if has_rows and (not current.isValid() or self.rows.agent_at(current.row()) is None):
+            rows = self._agent_rows()
+            if rows:
+                self.view.setCurrentIndex(self.rows.index(rows[0], 0))
         self._update_buttons()
 
     def _update_buttons(self) -> None:
@@ -435,8 +723,8 @@ class AgentPanel(QWidget):
                 self.trigger(Action.OPEN)
                 return True
             if key == Qt.Key.Key_Escape:
-                if self.filter.text():
-                    self.filter.clear()
+                if self.rows.filtered:
+                    self.clear_filter()
                 else:
                     self.hide()
                 return True
@@ -445,10 +733,19 @@ class AgentPanel(QWidget):
                 self.trigger(Action.OPEN)
                 return True
             if key == Qt.Key.Key_Escape:
-                self.hide()
+                if self.rows.filtered:
+                    self.clear_filter()
+                else:
+                    self.hide()
                 return True
-            if key == Qt.Key.Key_Up and self.view.currentIndex().row() <= 0:
+            if key in (Qt.Key.Key_Left, Qt.Key.Key_Right) and not event.modifiers():
+                return self._fold_current(key == Qt.Key.Key_Left)
+            rows = self._agent_rows()
+            if key == Qt.Key.Key_Up and (not rows or self.view.currentIndex().row() <= rows[0]):
                 self.filter.setFocus()
+                return True
+            if key in (Qt.Key.Key_Down, Qt.Key.Key_Up, Qt.Key.Key_PageDown, Qt.Key.Key_PageUp):
+                self._move(key)
                 return True
             text = event.text()
             if (
@@ -463,18 +760,21 @@ class AgentPanel(QWidget):
         return False
 
     def _move(self, key: int) -> None:
-        rows = self.proxy.rowCount()
-        if rows == 0:
+        """Up/Down/PageUp/PageDown over the agents' rows (group headers are skipped)."""
+        self.rows.flush()
+        rows = self._agent_rows()
+        if not rows:
             return
         row = self.view.currentIndex().row()
+        at = rows.index(row) if row in rows else -1
         step = {
             Qt.Key.Key_Down: 1,
             Qt.Key.Key_Up: -1,
             Qt.Key.Key_PageDown: 10,
             Qt.Key.Key_PageUp: -10,
         }
-        row = max(0, min(rows - 1, (row if row >= 0 else -1) + step[Qt.Key(key)]))
-        self.view.setCurrentIndex(self.proxy.index(row, 0))
+        at = max(0, min(len(rows) - 1, at + step[Qt.Key(key)]))
+        self._set_row(rows[at])
 
     # --- showing ------
 
@@ -488,7 +788,9 @@ class AgentPanel(QWidget):
         screen = screen or QGuiApplication.primaryScreen()
         area = screen.availableGeometry() if screen is not None else QRect(0, 0, 1280, 800)
         size = self.size()
-        if anchor is not None and anchor.isValid():
+        if self.prefs.pos is not None:
+            x, y = self.prefs.pos  # where the person put it
+        elif anchor is not None and anchor.isValid():
             x = anchor.center().x() - size.width() // 2
             # Below a top panel, above a bottom one.
             y = (
@@ -501,8 +803,12 @@ class AgentPanel(QWidget):
             y = area.bottom() - size.height() - 8
         x = max(area.left(), min(x, area.right() - size.width()))
         y = max(area.top(), min(y, area.bottom() - size.height()))
-        self.move(x, y)
-        self.show()
+        self._placing = True
+        try:
+            self.move(x, y)
+            self.show()
+        finally:
+            self._placing = False
         self.raise_()
         self.activateWindow()
         self.view.setFocus()
@@ -510,16 +816,31 @@ class AgentPanel(QWidget):
     def showEvent(self, event: QShowEvent) -> None:
         # Opening the list starts at the most urgent agent (select() can move it after).
         self._clear_transient()
-        if self.proxy.rowCount():
-            self.view.setCurrentIndex(self.proxy.index(0, 0))
+        self.select_most_urgent()
+        # Once laid out (the view may only now have its height): keep it in sight.
+        QTimer.singleShot(0, self._scroll_to_current)
         self._repaint.start()
         self.view.viewport().update()
         super().showEvent(event)
 
     def hideEvent(self, event: QHideEvent) -> None:
         self._repaint.stop()
+        # A filter must not outlive the look it was typed for: it would hide agents that
+        # need you at the next opening.
+        self.clear_filter()
+        self._save_prefs()
         super().hideEvent(event)
         self.hidden.emit()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if hasattr(self, "prefs") and self.isVisible():
+            self.prefs.size = (self.width(), self.height())
+
+    def moveEvent(self, event: QMoveEvent) -> None:
+        super().moveEvent(event)
+        if hasattr(self, "prefs") and self.isVisible() and not self._placing:
+            self.prefs.pos = (self.x(), self.y())
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)

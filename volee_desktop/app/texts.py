@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+import re
+
 from volee_desktop.core.durations import duration
 from volee_desktop.core.model import Agent, Mission
 from volee_desktop.core.states import AgentState
@@ -30,11 +33,58 @@ STATE_COLOUR: dict[AgentState, str] = {
 }
 
 
+#: How many agents in a state, in words: "2 need you", "1 failed" (the header's words).
+_PLURAL: dict[AgentState, tuple[str, str]] = {
+    AgentState.NEEDS_INPUT: ("needs you", "need you"),
+}
+
+
+def plural_state(n: int, state: AgentState) -> str:
+    one, many = _PLURAL.get(state, (STATE_LABEL[state], STATE_LABEL[state]))
+    return f"{n} {one if n == 1 else many}"
+
+
+#: The share of its context window from which an agent is marked as near its limit.
+CONTEXT_LIMIT = 0.85
+
+
+def context_text(agent: Agent) -> str:
+    """ "context 42 %" (and its cost when known), or "" when volee knows nothing of it."""
+    if agent.context_share is None:
+        return ""
+    text = f"context {round(agent.context_share * 100)} %"
+    cost = getattr(agent, "cost_usd", None)
+    if cost is not None:
+        text += f" · ${cost:.2f}"
+    return text
+
+
+def near_limit(agent: Agent, limit: float = CONTEXT_LIMIT) -> bool:
+    return agent.context_share is not None and agent.context_share >= limit
+
+
+#: The one-character mark of a state in compact rows (its colour says it too).
+STATE_MARK: dict[AgentState, str] = {
+    AgentState.NEEDS_INPUT: "●",
+    AgentState.FAILED: "✕",
+    AgentState.WORKING: "▶",
+    AgentState.LAUNCHING: "▷",
+    AgentState.DONE: "✓",
+    AgentState.IDLE: "○",
+    AgentState.STOPPED: "■",
+    AgentState.LOST: "?",
+}
+
+
 def markers(agent: Agent) -> list[str]:
-    """Short flags shown next to the name: held, interrupted, restart pending."""
+    """Short flags shown next to the name: held, interrupted, restart pending.
+
+    A flag never repeats what the row's state and detail already say ("held: stopped by
+    you" beside "stopped · by you" is "held")."""
     out = []
     if agent.held:
-        out.append(f"held: {agent.held}")
+        said = agent.held.lower() in agent.detail.lower() or agent.held == STATE_LABEL[agent.state]
+        out.append("held" if said else f"held: {agent.held}")
     if agent.interrupted:
         cause = agent.interrupted.replace("-", " ")
         out.append(f"interrupted ({cause})" if cause else "interrupted")
@@ -92,6 +142,31 @@ def detail_text(agent: Agent) -> str:
     return agent.detail
 
 
+def state_and_detail(agent: Agent) -> tuple[str, str]:
+    """The state's label and the rest of the detail, never saying the state twice
+    ("stopped" and "stopped by you" is "stopped" and "by you")."""
+    label = STATE_LABEL[agent.state]
+    detail = detail_text(agent)
+    if detail.lower().startswith(label):
+        rest = detail[len(label) :].lstrip(" :·-")
+        return label, rest
+    return label, detail
+
+
+def since_text(agent: Agent, now: float) -> str:
+    """How long the agent has been in its state: "for 3 min"."""
+    return f"for {duration(now - agent.state_since)}"
+
+
+def activity_text(agent: Agent, now: float) -> str:
+    """The last thing the agent did in its current turn, with how long ago ("" if none)."""
+    if not agent.activity:
+        return ""
+    if agent.activity_at is None:
+        return agent.activity
+    return f"{agent.activity} ({duration(now - agent.activity_at)} ago)"
+
+
 def tooltip_text(agent: Agent, now: float) -> str:
     """A row's tooltip: who, state, what it asks (with the project and how long it waits)."""
     lines = [f"{agent.name} ({agent.id})"]
@@ -113,3 +188,34 @@ def tooltip_text(agent: Agent, now: float) -> str:
         lines.append(folder + (f" ({agent.branch})" if agent.branch else ""))
     lines.extend(markers(agent))
     return "\n".join(lines)
+
+
+#: Which state a count of the header filters to (its words as ``summary.summarize`` says).
+_COUNT = re.compile(r"^(\d+) (needs you|need you|working|failed|lost)$")
+_COUNT_STATE = {
+    "needs you": AgentState.NEEDS_INPUT,
+    "need you": AgentState.NEEDS_INPUT,
+    "working": AgentState.WORKING,
+    "failed": AgentState.FAILED,
+    "lost": AgentState.LOST,
+}
+
+
+def summary_links(text: str, active: AgentState | None = None) -> str:
+    """The header's summary as rich text: each count of agents in a state is a link
+    (``state:<state>``) that filters the list to it; the active filter's count is bold."""
+    lines = []
+    for line in text.splitlines():
+        parts = []
+        for part in line.split(" · "):
+            match = _COUNT.match(part)
+            if match is None:
+                parts.append(html.escape(part))
+                continue
+            state = _COUNT_STATE[match.group(2)]
+            words = html.escape(part)
+            if state is active:
+                words = f"<b>{words}</b>"
+            parts.append(f'<a href="state:{state.value}">{words}</a>')
+        lines.append(" · ".join(parts))
+    return "<br>".join(lines)

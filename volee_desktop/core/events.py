@@ -179,10 +179,12 @@ class ModelChanged(AgentEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class ContextUsed(AgentEvent):
-    """The share of its context window the agent's conversation uses (0..1)."""
+    """The share of its context window the agent's conversation uses (0..1), and what the
+    conversation has cost so far (US dollars) when the harness says."""
 
     TYPE = "context-used"
     share: float
+    cost_usd: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -159,7 +159,9 @@ def _a_model(r: Tables, e: ev.ModelChanged) -> None:
 
 
 def _a_context(r: Tables, e: ev.ContextUsed) -> None:
-    _put(r, _evolve(r.agents[e.agent], context_share=e.share))
+    agent = r.agents[e.agent]
+    cost = e.cost_usd if e.cost_usd is not None else agent.cost_usd
+    _put(r, _evolve(agent, context_share=e.share, cost_usd=cost))
 
 
 def _a_delivery(r: Tables, e: ev.DeliveryUpdated) -> None:

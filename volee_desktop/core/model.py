@@ -170,6 +170,7 @@ class Agent:
     pid: int | None = None
     model: str | None = None
     context_share: float | None = None
+    cost_usd: float | None = None
     state: AgentState = AgentState.LAUNCHING
     detail: str = ""
     state_since: float = 0.0

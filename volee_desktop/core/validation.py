@@ -123,7 +123,11 @@ def _v_renamed(_r: Tables, e: ev.AgentRenamed) -> str | None:
 
 
 def _v_context(_r: Tables, e: ev.ContextUsed) -> str | None:
-    return None if 0.0 <= e.share <= 1.0 else f"context share {e.share} is outside 0..1"
+    if not 0.0 <= e.share <= 1.0:
+        return f"context share {e.share} is outside 0..1"
+    if e.cost_usd is not None and not 0.0 <= e.cost_usd < 1e9:
+        return f"cost {e.cost_usd} is not a cost in dollars"
+    return None
 
 
 def coordinates(r: Tables, agent_id: str) -> str | None:
