@@ -210,3 +210,17 @@ def test_the_real_x11_window_of_an_agents_terminal_gets_the_focus() -> None:
             if terminal.stdout is not None:
                 terminal.stdout.close()
         desk.close()
+
+
+def test_open_on_an_agent_in_the_background_says_where_it_runs(
+    controller: Any, world: World, qtbot: Any, recorder: Any
+) -> None:
+    a = world.agent("bg", AgentState.WORKING, location=None)
+    world.link.push(
+        ev.LocationChanged(at=world.tick(), agent=a, location=Location.BACKGROUND, pid=4343)
+    )
+    with qtbot.waitSignal(controller.opened) as opened:
+        controller.actions.run("open", a)
+    assert opened.args == [a, "where"]
+    assert recorder.errors[-1][0] == "bg runs in the background"
+    assert "process 4343" in recorder.errors[-1][1]

@@ -132,6 +132,15 @@ class AgentActions:
                 log.info("opened agent %s in a terminal: %s", agent_id, " ".join(argv))
                 self.opened(agent_id, Action.TERMINAL)
                 return
+        if agent is not None and agent.live and agent.location is Location.BACKGROUND:
+            place = where(agent.pid, agent.worktree or agent.cwd)
+            self.show_error(
+                f"{agent.name} runs in the background",
+                f"It has no terminal to bring forward: it runs as {place}. Answer it from the "
+                "list or its notification.",
+            )
+            self.opened(agent_id, "where")
+            return
         if agent is not None and agent.live and agent.location is Location.TERMINAL:
             # Started in the person's own terminal: bring that one forward, or say where.
             found = self.focus(agent.pid)
