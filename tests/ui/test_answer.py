@@ -393,3 +393,28 @@ def test_the_agent_window_answers_a_question_by_option_or_in_words(
     with qtbot.waitSignal(controller.called, check_params_cb=lambda m: m == "agents.answer"):
         window.reply.returnPressed.emit()
     assert link.last("agents.answer").params["text"] == "MySQL 8"
+
+
+def test_a_question_in_the_tray_menu_offers_its_options_and_reply(
+    controller: Any, world: World, qtbot: Any, link: FakeDaemonLink
+) -> None:
+    a = world.agent("schema", AgentState.WORKING)
+    world.ask(a, "AskUserQuestion", QUESTION)
+    sub = controller.tray.visible_entries()[1].menu()
+    entries = [x.text() for x in sub.actions() if not x.isSeparator()]
+    assert entries == [
+        "Which database? (Postgres / SQLite)",
+        "in project",
+        "Postgres",
+        "SQLite",
+        "Reply…",
+        "Open",
+    ]
+    sqlite = next(x for x in sub.actions() if x.text() == "SQLite")
+    with qtbot.waitSignal(controller.called, check_params_cb=lambda m: m == "agents.answer"):
+        sqlite.trigger()
+    assert link.last("agents.answer").params["option"] == 2
+    reply = next(x for x in sub.actions() if x.text() == "Reply…")
+    with qtbot.waitSignal(controller.opened) as opened:
+        reply.trigger()
+    assert opened.args == [a, "reply"]
