@@ -239,6 +239,52 @@ async def test_allow_runs_the_command_of_the_request(rig: Rig) -> None:
     assert [(e.request, e.answer, e.by) for e in answered] == [(request.id, "allow", "human")]
 
 
+async def test_an_answer_the_dialog_did_not_take_is_typed_again(
+    rig: Rig, typed: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from volee_desktop.daemon import answers
+
+    monkeypatch.setattr(answers, "TAKEN_WAIT", 0.5)
+    view = await rig.spawn("ASK: echo yes > asked.txt", env=rig.env(FAKE_HARNESS_DEAF="1.0"))
+    await rig.wait_state(view["id"], AgentState.NEEDS_INPUT, "permission for Bash")
+
+    await rig.call("agents.allow", agent=view["id"])
+
+    await rig.wait_state(view["id"], AgentState.DONE)
+    assert (rig.project / "asked.txt").read_text() == "yes\n"
+    # The first one came before the dialog listened (at most KEY_TRIES in all).
+    assert typed[:2] == [b"1", b"1"]
+    assert len(typed) <= 3
+
+
+async def test_an_answer_never_taken_is_refused_and_the_request_opens_again(
+    rig: Rig, typed: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from volee_desktop.daemon import answers
+
+    monkeypatch.setattr(answers, "TAKEN_WAIT", 0.2)
+    monkeypatch.setattr(answers, "KEY_TRIES", 2)
+    view = await rig.spawn("ASK: echo yes > asked.txt", env=rig.env(FAKE_HARNESS_DEAF="3"))
+    await rig.wait_state(view["id"], AgentState.NEEDS_INPUT, "permission for Bash")
+    first = rig.agent(view["id"]).request
+    assert first is not None
+
+    with pytest.raises(IpcError, match=r"did not take the answer \(2 tries"):
+        await rig.call("agents.allow", agent=view["id"])
+
+    again = rig.agent(view["id"]).request
+    assert again is not None
+    assert again.id != first.id
+    assert (again.summary, again.answered) == (first.summary, None)
+    assert typed == [b"1", b"1"]
+    # Once the dialog listens (3 s after it was drawn), the new request is answered as usual.
+    monkeypatch.setattr(answers, "TAKEN_WAIT", 1.5)
+    monkeypatch.setattr(answers, "KEY_TRIES", 4)
+    await rig.call("agents.allow", agent=view["id"], request=again.id)
+    await rig.wait_state(view["id"], AgentState.DONE)
+    assert (rig.project / "asked.txt").read_text() == "yes\n"
+
+
 async def test_an_answer_never_goes_in_twice(rig: Rig) -> None:
     view = await asking(rig, "SLEEP: 1")
     request = rig.agent(view["id"]).request

@@ -18,7 +18,8 @@ event's fields, like Claude Code 2.x.  Behaviour by prompt:
                  like Claude Code's; waits for ``y``/``yes``
                  (runs as RUN) or anything else (denied, Stop).  In bypassPermissions it
                  runs at once.  Like Claude Code 2.1's dialog, the key ``1``/``2`` runs it at
-                 once and ``3`` or Esc refuses with no hook at all (no Stop).
+                 once and ``3`` or Esc refuses with no hook at all (no Stop).  With
+                 ``FAKE_HARNESS_DEAF=S`` it drops the keys typed within S seconds of the dialog.
 - ``SLEEP: n``   works n seconds, then Stop
 - ``SIZE``       prints ``SIZE rows=R cols=C``
 - ``CRASH``      exits with code 3 (no SessionEnd);  ``KILLME`` SIGKILLs itself
@@ -433,6 +434,13 @@ class Fake:
             f"   2. Yes, and don't ask again for {command.split()[0]} commands\n   3. No\n"
             " Esc to cancel · Tab to amend\n"
         )
+        deaf = float(os.environ.get("FAKE_HARNESS_DEAF", "0") or 0)
+        if deaf > 0:
+            # Like Claude Code just after it draws a dialog: keys typed this soon are lost.
+            import termios
+
+            time.sleep(deaf)
+            termios.tcflush(0, termios.TCIFLUSH)
         # Like Claude Code's dialog: a digit key picks an option at once, Esc refuses and
         # ends the turn with no hook; a typed line (y/yes + Enter) is read as before.
         try:

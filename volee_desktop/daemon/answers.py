@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import Any
 
 from ..core import events as ev
 from ..core.model import HUMAN, VOLEE, Agent, MessageKind, Request
+from ..core.requests import request_id as new_request_id
 from ..core.states import AgentState
 from ..harness.dialogs import Decision, Keys, keys_for
 from ..hosts.launcher import HostClient
@@ -42,6 +44,13 @@ DIALOG_WAIT = 3.0
 #: How long a refusal waits for its dialog to go before the reason is typed as a message.
 CLOSE_WAIT = 3.0
 OUTPUT_LINES = 40
+#: A dialog takes keys this long after it is first seen drawn (Claude Code 2.1.332 drops a
+#: key typed within ~100 ms of drawing its dialog).
+KEY_READY = 0.3
+#: How long the harness has to show it took an answer (its dialog goes) before volee types it
+#: again, and how many times it types it.
+TAKEN_WAIT = 1.5
+KEY_TRIES = 3
 #: How long output must settle before volee looks whether a dialog is still on screen.
 SETTLE = 1.0
 ANSWERED_THERE = "answered in its terminal"
@@ -66,7 +75,7 @@ class Answers:
         self.tasks = ctx.tasks
         self._locks: dict[str, asyncio.Lock] = {}
         # Requests whose dialog was seen on screen, and agents with a look scheduled.
-        self._seen: set[str] = set()
+        self._seen: dict[str, float] = {}  # request id -> when its dialog was first seen
         self._looking: set[str] = set()
         self._again: set[str] = set()
         self.screens.on_output.append(self._output)
@@ -145,14 +154,28 @@ class Answers:
             record = await asyncio.to_thread(read_quietly, self.agents.record_of(agent.id))
             if record is None or record.exit is not None or not host_alive(record):
                 raise Refused(f"agent {agent.name} has no running program to answer")
-            # The last check before typing: nothing changed while the screen was read.
+            # The last check, then the answer is recorded before any key: from now on a
+            # second answer is refused (the commit refuses it if anything changed meanwhile).
             self._open_request(agent.id, request.id)
+            now = self.clock.now()
+            await self.service.commit(
+                [
+                    ev.RequestAnswered(
+                        at=now, agent=agent.id, request=request.id, answer=decision.word, by=by
+                    )
+                ]
+            )
             client = HostClient(self.agents.socket_of(agent.id))
-            await asyncio.to_thread(type_keys, client, keys.keys)
+            if not await self._type(agent, request, decision, keys, client):
+                await self._reopen(agent.id, request)
+                raise Refused(
+                    f"agent {agent.name} did not take the answer ({KEY_TRIES} tries): its "
+                    "dialog is still on screen; answer it again, or in its terminal"
+                )
             if keys.text:
                 await asyncio.to_thread(client.send_text, keys.text, keys.enter)
-            await self._answered(agent, request, decision, by)
             if decision.kind == "deny":
+                await self._denied(agent, request)
                 await self._carry_on(agent, request, decision, client)
         current = self.service.current().agents.get(agent.id)
         return {
@@ -198,6 +221,12 @@ class Answers:
             snapshot = await self.screens.snapshot(agent.id)
             result = keys_for(snapshot.lines if snapshot else [], request, decision)
             if isinstance(result, Keys):
+                # A dialog takes keys a moment after it is drawn: not sooner than KEY_READY
+                # after volee first saw it.
+                seen = self._seen.setdefault(request.id, self.clock.now())
+                ready = seen + KEY_READY - self.clock.now()
+                if ready > 0:
+                    await self.clock.wait(asyncio.Event(), ready)
                 return result
             remaining = deadline - self.clock.now()
             if remaining <= 0 or not _may_still_be_drawn(result):
@@ -205,27 +234,88 @@ class Answers:
             await self.clock.wait(changed, min(remaining, 0.5))
             self._open_request(agent.id, request.id)
 
-    async def _answered(self, agent: Agent, request: Request, decision: Decision, by: str) -> None:
-        events: list[ev.Event] = [
-            ev.RequestAnswered(
-                at=self.clock.now(), agent=agent.id, request=request.id, answer=decision.word, by=by
-            )
-        ]
-        if decision.kind == "deny":
-            # A refused dialog ends the turn and no hook says so (Claude Code and codex both).
-            events.append(
+    async def _taken(self, agent_id: str, request: Request, before: str | None) -> bool:
+        """Whether the harness took the keys: the request moved on, or its dialog left the
+        screen; for a key before a typed reply (``before``: the screen until then), the
+        dialog changed to take the text."""
+        deadline = self.clock.now() + TAKEN_WAIT
+        while True:
+            agent = self.service.current().agents.get(agent_id)
+            if agent is None or agent.request is None or agent.request.id != request.id:
+                return True
+            snapshot = await self.screens.snapshot(agent_id)
+            if snapshot is None or not _still_shows(snapshot, request):
+                return True
+            if before is not None and "\n".join(snapshot.lines) != before:
+                return True
+            remaining = deadline - self.clock.now()
+            if remaining <= 0:
+                return False
+            await self.clock.wait(self.screens.changed(agent_id), min(remaining, 0.2))
+
+    async def _type(
+        self, agent: Agent, request: Request, decision: Decision, keys: Keys, client: HostClient
+    ) -> bool:
+        """Type ``keys`` until the harness takes them (at most KEY_TRIES times); False if its
+        dialog is still on screen after the last."""
+        for attempt in range(1, KEY_TRIES + 1):
+            before = None
+            if keys.text:
+                shown = await self.screens.snapshot(agent.id)
+                before = "\n".join(shown.lines) if shown is not None else ""
+            await asyncio.to_thread(type_keys, client, keys.keys)
+            if await self._taken(agent.id, request, before):
+                return True
+            # The very dialog is still there: the key came before the harness listened (it
+            # draws its dialog a moment before it reads keys). Check the screen; type again.
+            snapshot = await self.screens.snapshot(agent.id)
+            again = keys_for(snapshot.lines if snapshot else [], request, decision)
+            if not isinstance(again, Keys):
+                return True  # it moved on meanwhile
+            log.info("%s did not take the answer (try %d); typing it again", agent.name, attempt)
+            keys = again
+        return False
+
+    async def _reopen(self, agent_id: str, request: Request) -> None:
+        """An answer its harness never took: the request is open again (a new id)."""
+        now = self.clock.now()
+        agent = self.service.current().agents.get(agent_id)
+        if agent is None or agent.request is None or agent.request.id != request.id:
+            return
+        fresh = replace(
+            request,
+            id=new_request_id(agent_id, now, request.kind, request.summary),
+            answered=None,
+            answered_by=None,
+            answered_at=None,
+        )
+        await self.service.commit(
+            [
                 ev.StateChanged(
-                    at=self.clock.now(),
-                    agent=agent.id,
-                    state=AgentState.IDLE,
-                    detail=f"you denied {request.summary}",
+                    at=now,
+                    agent=agent_id,
+                    state=AgentState.NEEDS_INPUT,
+                    detail=agent.detail,
+                    request=fresh,
                 )
-            )
+            ]
+        )
+
+    async def _denied(self, agent: Agent, request: Request) -> None:
+        """A refused dialog ends the turn and no hook says so (Claude Code and codex both)."""
         try:
-            await self.service.commit(events)
+            await self.service.commit(
+                [
+                    ev.StateChanged(
+                        at=self.clock.now(),
+                        agent=agent.id,
+                        state=AgentState.IDLE,
+                        detail=f"you denied {request.summary}",
+                    )
+                ]
+            )
         except Refused as exc:
-            # A hook was faster (the tool ran, the agent moved on): the answer went in.
-            log.info("answer to %s recorded late: %s", agent.name, exc)
+            log.info("the refusal of %s's request was not recorded: %s", agent.name, exc)
 
     async def _carry_on(
         self, agent: Agent, request: Request, decision: Decision, client: HostClient
@@ -295,7 +385,7 @@ class Answers:
         if snapshot is None or not snapshot.live:
             return None
         if _still_shows(snapshot, request):
-            self._seen.add(request.id)
+            self._seen.setdefault(request.id, self.clock.now())
             return None
         return request if request.id in self._seen else None
 
@@ -309,7 +399,7 @@ class Answers:
                 return
             if agent.request.answered is not None:
                 return
-            self._seen.discard(request.id)
+            self._seen.pop(request.id, None)
             log.info("%s's dialog (%s) was answered in its terminal", agent.name, request.summary)
             try:
                 await self.service.commit(
