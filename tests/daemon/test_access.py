@@ -6,12 +6,16 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.clock import FakeClock
 from volee_desktop.core import events as ev
 from volee_desktop.core.model import HUMAN, Harness, LaunchSettings, MissionKind, Role, ThreadKind
 from volee_desktop.core.registry import Registry
-from volee_desktop.daemon.access import RULES, authorize
+from volee_desktop.daemon.access import RULES, Audit, authorize
 from volee_desktop.daemon.errors import Forbidden
+from volee_desktop.daemon.service import Service
 from volee_desktop.ipc.caller import Caller
+from volee_desktop.store.memory import MemoryLog
+from volee_desktop.store.records import Record
 
 T0 = 1_700_000_000.0
 M = "ms_01HF7YAT010000000000000001"
@@ -242,3 +246,27 @@ def test_a_child_harness_takes_no_flags_of_its_own(registry: Registry) -> None:
     forbidden(registry, COORD, "missions.spawn_worker", argv=["--dangerously-skip-permissions"])
     # A generic agent's command is any command.
     assert allowed(registry, STRANGER, "agents.spawn", harness="generic", argv=["make"])
+
+
+async def test_a_refusal_is_audited_once_per_window_with_the_daemons_clock(
+    registry: Registry,
+) -> None:
+    clock = FakeClock()
+    service = Service(MemoryLog(), registry, Record)
+    audit = Audit(service, clock)
+    refused = Forbidden("stop the daemon", "forbidden: ...")
+
+    def kept() -> list[ev.RequestRefused]:
+        found = [e for _, e in service.events_after(0) if isinstance(e, ev.RequestRefused)]
+        return found
+
+    await audit.refused(agent(WORKER), "daemon.stop", refused)
+    await audit.refused(agent(WORKER), "daemon.stop", refused)  # a retry: logged only
+    await audit.refused(agent(STRANGER), "daemon.stop", refused)  # another agent: kept
+    assert [(e.agent, e.reason, e.at) for e in kept()] == [
+        (WORKER, "tried to stop the daemon", clock.now()),
+        (STRANGER, "tried to stop the daemon", clock.now()),
+    ]
+    clock.t += audit.window
+    await audit.refused(agent(WORKER), "daemon.stop", refused)
+    assert len(kept()) == 3
