@@ -155,6 +155,7 @@ def test_stop_forget_and_attach_only_own_children(registry: Registry, method: st
     refused = forbidden(registry, STRANGER, method, agent="worker")
     assert "worker, which is not its own child" in refused.attempt
     forbidden(registry, WORKER, method, agent="coord")
+    assert forbidden(registry, STRANGER, method, agent="stranger").attempt.endswith("itself")
 
 
 def test_resume_only_own_children_not_held_and_without_words(registry: Registry) -> None:

@@ -94,7 +94,10 @@ class Request:
 
     def own_child(self, what: str) -> dict[str, Any]:
         target = self.target()
-        if target.id != self.me and target.parent != self.me:
+        if target.id == self.me:
+            # Stopped or forgotten by itself, it would vanish from the person's list unseen.
+            raise self.forbid(f"{what} itself", "an agent ends by finishing its task")
+        if target.parent != self.me:
             raise self.forbid(
                 f"{what} agent {target.name}, which is not its own child",
                 "an agent stops, resumes and forgets only the agents it spawned",
