@@ -418,3 +418,36 @@ def test_a_question_in_the_tray_menu_offers_its_options_and_reply(
     with qtbot.waitSignal(controller.opened) as opened:
         reply.trigger()
     assert opened.args == [a, "reply"]
+
+
+def test_a_menu_entry_answers_only_the_request_it_showed(
+    controller: Any, world: World, qtbot: Any, link: FakeDaemonLink, recorder: Any
+) -> None:
+    a = asking(world)
+    sub = controller.tray.visible_entries()[1].menu()
+    allow = next(x for x in sub.actions() if x.text() == "Allow")
+    # The menu is open while the agent moves on and asks something else.
+    controller.tray.menu.show()
+    world.answered(a)
+    world.ask(a, "Bash", {"command": "git push --force"})
+    assert "rm -rf build" in sub.title()  # not rebuilt under the pointer
+    allow.trigger()  # the entry the person had in front of them
+    assert "agents.allow" not in link.methods()
+    assert "now asks something else: Bash: git push --force" in recorder.errors[-1][1]
+    controller.tray.menu.hide()
+    qtbot.waitUntil(lambda: "git push" in sub.title(), timeout=3000)  # redone once closed
+
+
+def test_the_lists_answer_names_the_request_its_bar_showed(
+    controller: Any, world: World, qtbot: Any, link: FakeDaemonLink, recorder: Any
+) -> None:
+    a = asking(world)
+    panel = controller.panel
+    panel.select(a)
+    shown = link.registry.agents[a].request
+    assert shown is not None
+    with qtbot.waitSignal(panel.answer) as answered:
+        panel.trigger("allow")
+    assert answered.args == ["allow", a, shown.id]
+    qtbot.waitUntil(lambda: "agents.allow" in link.methods(), timeout=3000)
+    assert link.last("agents.allow").params["request"] == shown.id

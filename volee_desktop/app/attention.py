@@ -80,6 +80,7 @@ class AgentLine:
     options: tuple[str, ...] = ()  # a question's options
     project: str = ""  # folder (branch)
     since: float = 0.0
+    request_id: str | None = None  # the request shown: an answer names it, never a newer one
 
     def text(self) -> str:
         return f"{self.name} — {self.request}" if self.request else self.name
@@ -119,6 +120,7 @@ def agent_line(agent: Agent) -> AgentLine:
             options=tuple(request.options),
             project=project_of(agent),
             since=request.at or agent.state_since,
+            request_id=request.id,
         )
     return AgentLine(
         id=agent.id,

@@ -174,6 +174,8 @@ class AppController(QObject):
         self.live.on_gap = self._resync
 
         self.panel.action.connect(self.actions.run)
+        self.panel.answer.connect(self._answer_shown)
+        self.tray.answer_requested.connect(self._answer_shown)
         self.panel.review.connect(self.review_from_list)
         self.tray.review_requested.connect(self.review)
         self.tray.agent_action.connect(self.actions.run)
@@ -327,6 +329,10 @@ class AppController(QObject):
         log.info("agent list shown (%d agents)", self.model.rowCount())
         if agent_id is not None:
             self.panel.select(agent_id)
+
+    def _answer_shown(self, choice: str, agent_id: str, request_id: str) -> None:
+        """An answer from the list or the tray menu, to the request they showed."""
+        self.actions.answer_agent(agent_id, choice, None, request_id=request_id or None)
 
     def _before_window(self) -> None:
         if self.has_tray:

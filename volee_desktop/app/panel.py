@@ -64,7 +64,7 @@ from volee_desktop.core.states import AgentState
 
 from .actions import Action
 from .agent_model import AgentListModel, AgentRole, IdRole
-from .attention import MissionLine, label, short
+from .attention import MissionLine, is_answer, label, short
 from .delegate import AgentDelegate
 from .list_prefs import ListPrefs
 from .list_rows import STATE_FILTERS, Grouping, ListRows
@@ -117,6 +117,7 @@ class AgentPanel(QWidget):
 
     action = Signal(str, str)  # (action, agent id)
     review = Signal(str)  # a mission id: open its approval dialog
+    answer = Signal(str, str, str)  # (allow | deny | option:N, agent id, the request shown)
     hidden = Signal()
     closed = Signal()  # the person closed the window (not the popup): without a tray, quit
 
@@ -275,6 +276,7 @@ class AgentPanel(QWidget):
             qaction.triggered.connect(lambda _=False, k=n: self._answer(f"option:{k}"))
             self.addAction(qaction)
         self.request_bar.hide()
+        self._shown_request: str | None = None  # the id of the request the bar shows
         # Return is handled by the view and the filter box (eventFilter): the filter
         # box would otherwise swallow it.
         self.qactions[Action.OPEN].setShortcut(QKeySequence())
@@ -539,6 +541,11 @@ class AgentPanel(QWidget):
         if self.rows.flush():
             self._ensure_current()
         agent_id = self.current_id()
+        if agent_id is not None and is_answer(name):
+            # The answer names the request the bar shows: never one that came after it.
+            self._clear_transient()
+            self.answer.emit(name, agent_id, self._shown_request or "")
+            return
         if agent_id is not None and (name not in self.buttons or self.buttons[name].isEnabled()):
             self._clear_transient()
             self.action.emit(name, agent_id)
@@ -642,9 +649,11 @@ class AgentPanel(QWidget):
 
     def _update_request(self, agent: Agent | None) -> None:
         request = agent.request if agent is not None else None
+        self._shown_request = None
         if agent is None or request is None or agent.state is not AgentState.NEEDS_INPUT:
             self.request_bar.hide()
             return
+        self._shown_request = request.id
         answered = bool(request.answered)
         self.request_label.setText(
             f"{agent.name} asks: {request.summary or agent.detail}"
@@ -693,7 +702,9 @@ class AgentPanel(QWidget):
                 item = menu.addAction(text)
                 if shortcut:
                     item.setShortcut(QKeySequence(shortcut))
-                item.triggered.connect(lambda _=False, n=name: self.trigger(n))
+                item.triggered.connect(
+                    lambda _=False, n=name, a=agent.id, r=request.id: self.answer.emit(n, a, r)
+                )
             if answers:
                 menu.addSeparator()
         for name, text, shortcut in ACTIONS:

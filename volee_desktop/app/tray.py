@@ -19,7 +19,7 @@ from PySide6.QtCore import QObject, QRect, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from .attention import MENU_AGENTS, AgentLine, MissionLine, label, short
+from .attention import MENU_AGENTS, AgentLine, MissionLine, is_answer, label, short
 from .icons import IconCache
 from .summary import TraySummary
 
@@ -35,7 +35,8 @@ class Tray(QObject):
     quit_requested = Signal()
     pause_toggled = Signal(bool)
     review_requested = Signal(str)  # a mission id
-    agent_action = Signal(str, str)  # (action: allow | deny | open | reply | option:N, agent id)
+    agent_action = Signal(str, str)  # (action: open | reply, agent id)
+    answer_requested = Signal(str, str, str)  # (allow | deny | option:N, agent id, request id)
 
     def __init__(
         self,
@@ -55,6 +56,9 @@ class Tray(QObject):
         self._mission_actions: list[QAction] = []
         self._pool: list[QMenu] = []  # one submenu per agent shown, reused
         self.menu.aboutToShow.connect(self._refresh_times)
+        self._pending_attention: tuple[list[MissionLine], list[AgentLine]] | None = None
+        # After the chosen entry has run (it triggers once the menu is hidden).
+        self.menu.aboutToHide.connect(lambda: QTimer.singleShot(0, self._apply_pending))
         self.action_open = self._add("Open agent list", self.open_list.emit)
         self.action_pause = QAction("Pause notifications", self.menu)
         self.action_pause.setCheckable(True)
@@ -108,7 +112,12 @@ class Tray(QObject):
         self._attention_separator.setVisible(False)
 
     def set_attention(self, missions: list[MissionLine], agents: list[AgentLine]) -> None:
-        """Show these missions and agents at the top of the menu (redone only on a change)."""
+        """Show these missions and agents at the top of the menu (redone only on a change,
+        and never while the menu is open: the entry under the pointer stays what it says)."""
+        if self.menu.isVisible():
+            self._pending_attention = (missions, agents)
+            return
+        self._pending_attention = None
         key = (tuple(missions), tuple(agents))
         if key == self._attention_key:
             return
@@ -134,6 +143,11 @@ class Tray(QObject):
         self._attention_separator.setVisible(bool(missions or agents))
         self._refresh_times()
 
+    def _apply_pending(self) -> None:
+        pending = self._pending_attention
+        if pending is not None and not self.menu.isVisible():
+            self.set_attention(*pending)
+
     def visible_entries(self) -> list[QAction]:
         """The menu's entries as shown (tests): visible, separators left out."""
         return [a for a in self.menu.actions() if a.isVisible() and not a.isSeparator()]
@@ -158,7 +172,11 @@ class Tray(QObject):
         def add(text: str, name: str) -> None:
             item = sub.addAction(label(text))
             item.setObjectName(f"{name}-{line.id}")
-            item.triggered.connect(lambda _=False, a=line.id: _emit(me, name, a))
+            if is_answer(name):
+                rid = line.request_id or ""
+                item.triggered.connect(lambda _=False, a=line.id: _answer(me, name, a, rid))
+            else:
+                item.triggered.connect(lambda _=False, a=line.id: _emit(me, name, a))
 
         info = sub.addAction(label(short(line.request, 2 * MENU_TEXT)))
         info.setEnabled(False)
@@ -234,6 +252,13 @@ def _emit(tray: weakref.ref[Tray], name: str, agent_id: str) -> None:
     me = tray()
     if me is not None:
         me.agent_action.emit(name, agent_id)
+
+
+def _answer(tray: weakref.ref[Tray], choice: str, agent_id: str, request_id: str) -> None:
+    """An answer chosen in an agent's submenu, naming the request the submenu showed."""
+    me = tray()
+    if me is not None:
+        me.answer_requested.emit(choice, agent_id, request_id)
 
 
 def _review(tray: weakref.ref[Tray], n: int) -> None:
