@@ -191,7 +191,9 @@ class AgentActions:
             window.refresh.connect(self.refresh_output)
             window.closed.connect(self._window_closed)
             window.answer.connect(
-                lambda a, choice, text: self.answer_agent(a, choice, text or None)
+                lambda a, choice, text, rid: self.answer_agent(
+                    a, choice, text or None, request_id=rid or None
+                )
             )
             self.looking.watch(window)
             self.windows[agent_id] = window

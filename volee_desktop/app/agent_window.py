@@ -37,7 +37,8 @@ class AgentWindow(QWidget):
     """Shows an agent's screen and request; sends what the person types or chooses."""
 
     send = Signal(str, str)  # agent id, text
-    answer = Signal(str, str, str)  # agent id, choice (allow, deny, option:N), text ("" if none)
+    # agent id, choice (allow, deny, option:N, reply), text ("" if none), the request shown
+    answer = Signal(str, str, str, str)
     refresh = Signal(str)  # agent id
     closed = Signal(str)
 
@@ -173,7 +174,11 @@ class AgentWindow(QWidget):
 
     def _answer(self, choice: str) -> None:
         text = self.reply.text().strip() if choice == "deny" else ""
-        self.answer.emit(self.agent_id, choice, text)
+        self.answer.emit(self.agent_id, choice, text, self._request_id())
+
+    def _request_id(self) -> str:
+        request = self.agent.request if self.agent.state is AgentState.NEEDS_INPUT else None
+        return request.id if request is not None else ""
 
     def answered(self) -> None:
         self.reply.clear()
@@ -217,7 +222,7 @@ class AgentWindow(QWidget):
                 self.show_status("Allow or Deny first; what you typed is the reason of a Deny.")
                 return
             if request.kind is RequestKind.QUESTION:
-                self.answer.emit(self.agent_id, "reply", text)
+                self.answer.emit(self.agent_id, "reply", text, request.id)
                 return
         self.send.emit(self.agent_id, text)
 
