@@ -1,6 +1,7 @@
 """A person's trial of answering agents, by hand: six REAL Claude Code agents, three asking.
 
-    .venv/bin/python tests/ui/trial_real.py [out-folder]   # 5-agent-window.png is the README's agent-window-real.png
+    .venv/bin/python tests/ui/trial_real.py [out-folder]   # 5-agent-window.png: the README's
+    # docs/screenshots/agent-window-real.png
 
 On a throwaway desktop (Xvfb, trayer, dunst) the real tray app embeds the real daemon; six
 Claude Code 2.1.332 agents (the fake model API) start in four projects, three of them in
