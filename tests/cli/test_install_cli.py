@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +61,11 @@ def test_desktop_entry_install_then_uninstall_for_this_user(tmp_path: Path) -> N
     exec_line = next(line for line in text.splitlines() if line.startswith("Exec="))
     assert Path(exec_line.removeprefix("Exec=")).is_absolute(), exec_line
     assert "Icon=volee\n" in text
+    if shutil.which("desktop-file-validate"):
+        check = subprocess.run(
+            ["desktop-file-validate", str(layout.entry)], capture_output=True, text=True
+        )
+        assert (check.returncode, check.stdout) == (0, ""), check.stdout
     for size in PNG_SIZES:
         data = layout.png(size).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n"

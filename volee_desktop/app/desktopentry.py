@@ -180,10 +180,9 @@ def _prune_empty(folder: Path, stop: Path) -> None:
 def refresh_caches(layout: Layout) -> list[str]:
     """Tell the desktop the menu and the icons changed (best effort); the tools that ran."""
     ran: list[str] = []
-    for argv in (
-        ["update-desktop-database", "-q", str(layout.entry.parent)],
-        ["gtk-update-icon-cache", "-q", "-t", "-f", str(layout.svg.parents[2])],
-    ):
+    # No update-desktop-database: it caches MIME types, and the entry declares none (menus
+    # watch the applications folder themselves).
+    for argv in (["gtk-update-icon-cache", "-q", "-t", "-f", str(layout.svg.parents[2])],):
         if shutil.which(argv[0]) is None or not Path(argv[-1]).is_dir():
             continue
         if argv[0] == "gtk-update-icon-cache" and not (Path(argv[-1]) / "index.theme").exists():
