@@ -34,13 +34,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from volee_desktop.daemon.agents import HOOKSHIM
 from volee_desktop.ipc.aclient import AsyncClient
 from volee_desktop.ipc.client import Client
 from volee_desktop.paths import Dirs, dirs
 from volee_desktop.store.codec import decode_event, event_to_dict
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from counting import Fleet
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "tests" / "harness" / "samples"
@@ -269,15 +270,15 @@ def main() -> int:
         with Client.connect(folders.socket, timeout=10) as client:
             listed = {a["id"]: a for a in client.request("agents.list", {"all": True})}
         agents = [listed[a["id"]] for a in agents]
-        proc = psutil.Process(daemon.pid)
-        cpu0 = proc.cpu_times()
+        # The daemon with what it reaped and its live children, plus the hosts (bench/counting).
+        fleet = Fleet(folders.hosts, daemon=daemon.pid)
+        cpu0 = sum(fleet.cpu().values())
         wall0 = time.monotonic()
         result = asyncio.run(
             run_load(folders, agents, args.rate, args.seconds, env, project, args.in_flight)
         )
         wall = time.monotonic() - wall0
-        cpu1 = proc.cpu_times()
-        daemon_cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+        daemon_cpu = sum(fleet.cpu().values()) - cpu0
         with Client.connect(folders.socket, timeout=10) as client:
             status = client.request("daemon.status", {})
     finally:

@@ -8,8 +8,9 @@
    ``IpcDaemonLink`` (the fake daemon in the same loop).  The daemon's own hook
    intake is not part of it (it is built elsewhere).
 2. The real app (``run_app``, offscreen, embedded fake daemon) as a process with
-   10 live agents: CPU over ``--idle-seconds`` (target <= 0.2 % of one core)
-   and wake-ups per second (voluntary context switches).
+   10 live agents: CPU over ``--idle-seconds`` (target <= 0.2 % of one core), counting
+   the children it reaped and its live descendants (bench/counting.py), and wake-ups
+   per second (voluntary context switches).
 3. Its RSS with 10 agents and with 500 (list open); targets 100 / 160 MiB.
 """
 
@@ -29,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+from counting import Fleet, tree_cpu  # noqa: E402  (bench/, the script's folder)
 from ui import procs  # noqa: E402
 from ui.fake_daemon import FakeDaemon  # noqa: E402
 from ui.fakes import FakeDaemonLink, World  # noqa: E402
@@ -167,14 +169,14 @@ def app_process(idle_seconds: float) -> dict[str, float]:
         proc = psutil.Process(app.popen.pid)
         time.sleep(2.0)  # let start-up work finish before measuring idle
         out["rss_10_mib"] = proc.memory_info().rss / MiB
-        cpu0 = proc.cpu_times()
+        cpu0 = tree_cpu(proc.pid)  # the app, what it reaped, its live children
         ctx0 = proc.num_ctx_switches()
         t0 = time.monotonic()
         time.sleep(idle_seconds)
         dt = time.monotonic() - t0
-        cpu1 = proc.cpu_times()
+        cpu1 = tree_cpu(proc.pid)
         ctx1 = proc.num_ctx_switches()
-        used = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+        used = cpu1 - cpu0
         out["idle_cpu_pct"] = 100 * used / dt
         out["cpu_resolution_pct"] = 100 * 0.01 / dt  # psutil counts CPU in clock ticks
         out["wakeups_per_s"] = (ctx1.voluntary - ctx0.voluntary) / dt
@@ -246,11 +248,15 @@ def real_daemon_idle(idle_seconds: float) -> dict[str, float]:
                 time.sleep(0.1)
         proc = psutil.Process(app.popen.pid)
         time.sleep(5.0)  # start-up work (discovery's first listing) is not idle
-        cpu0, ctx0, t0 = proc.cpu_times(), proc.num_ctx_switches(), time.monotonic()
+        # The app (its embedded daemon inside), what it reaped (discovery listings), its
+        # live children, and the hosts (not its children: they outlive it).
+        fleet = Fleet(paths.hosts, app=proc.pid)
+        cpu0, ctx0, t0 = fleet.cpu(), proc.num_ctx_switches(), time.monotonic()
         time.sleep(idle_seconds)
-        cpu1, ctx1, dt_ = proc.cpu_times(), proc.num_ctx_switches(), time.monotonic() - t0
-        used = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+        cpu1, ctx1, dt_ = fleet.cpu(), proc.num_ctx_switches(), time.monotonic() - t0
+        used = sum(cpu1.values()) - sum(cpu0.values())
         out["idle_cpu_pct"] = 100 * used / dt_
+        out["hosts_cpu_pct"] = 100 * (cpu1["hosts"] - cpu0["hosts"]) / dt_
         out["wakeups_per_s"] = (ctx1.voluntary - ctx0.voluntary) / dt_
         out["rss_mib"] = proc.memory_info().rss / MiB
         out["live"] = float(len(pids) // 2)
@@ -302,7 +308,10 @@ def main() -> None:
     if args.real_daemon:
         real = real_daemon_idle(args.idle_seconds)
         print(f"app with the real daemon embedded, {real['live']:.0f} live generic agents:")
-        print(f"  idle CPU (app + daemon): {real['idle_cpu_pct']:.3f} % of one core")
+        print(
+            f"  idle CPU (app + daemon + reaped + hosts): {real['idle_cpu_pct']:.3f} % of one "
+            f"core (hosts {real['hosts_cpu_pct']:.3f} %)"
+        )
         print(f"  wake-ups (voluntary switches): {real['wakeups_per_s']:.2f} /s")
         print(f"  RSS (app + daemon): {real['rss_mib']:6.1f} MiB")
 

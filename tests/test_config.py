@@ -82,7 +82,7 @@ def test_defaults_are_the_architecture_pages(cfg: Path) -> None:
 
 def test_every_rule_has_a_default_and_every_default_a_rule() -> None:
     assert config_mod._defaults_match_rules()
-    assert len(known_keys()) == 15
+    assert len(known_keys()) == 16
 
 
 def test_config_is_frozen() -> None:

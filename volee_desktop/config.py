@@ -94,6 +94,9 @@ class DiscoveryConfig:
     discovery_interval: float = 2.0
     max_discovery_interval: float = 10.0
     idle_discovery_interval: float = 30.0
+    #: While the session folders are watched (docs/discovery.md), with no interactive
+    #: client: a listing this often whatever the watch says.
+    safety_discovery_interval: float = 300.0
 
 
 @dataclass(frozen=True)
@@ -230,6 +233,7 @@ _RULES: dict[str, dict[str, _Parser]] = {
         "discovery_interval": _interval,
         "max_discovery_interval": _interval,
         "idle_discovery_interval": _interval,
+        "safety_discovery_interval": _interval,
     },
     "claude": {"permission_mode": _permission_mode},
 }

@@ -17,6 +17,7 @@ from volee_desktop.core.model import Harness, Location, Role
 from volee_desktop.core.reconcile import Listing, reconcile
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import AgentState, Coarse
+from volee_desktop.daemon import watch as watch_module
 from volee_desktop.daemon.main import Daemon
 from volee_desktop.harness.listing import (
     ListingError,
@@ -213,7 +214,12 @@ def test_live_codex_and_pi_processes_become_independent_agents(
 async def listed_daemon(
     short_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[tuple[Daemon, Path]]:
-    """A daemon whose `claude agents --json --all` prints the file ``listing.json``."""
+    """A daemon whose `claude agents --json --all` prints the file ``listing.json``.
+
+    Its listing is a file the watch does not follow: the seed's cadence alone runs here
+    (tests/daemon/test_discovery_watch.py and the real Claude Code e2e test the watch).
+    """
+    monkeypatch.setattr(watch_module, "WATCH", False)
     monkeypatch.setenv("VOLEE_HOME", str(short_root / "v"))
     monkeypatch.setenv("HOME", str(short_root / "h"))
     (short_root / "h" / ".claude" / "sessions").mkdir(parents=True)
@@ -309,7 +315,7 @@ async def test_interactive_subscriptions_are_counted_until_they_end(
     assert clients.count == 0
 
 
-async def test_a_claude_without_agents_json_turns_discovery_off_and_says_why(
+async def test_a_claude_without_agents_json_leaves_codex_and_pi_and_says_why(
     short_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VOLEE_HOME", str(short_root / "v"))
@@ -322,15 +328,15 @@ async def test_a_claude_without_agents_json_turns_discovery_off_and_says_why(
         await daemon.close()
 
     assert isinstance(answer, dict)
-    assert answer["listed"] is False
-    assert "cannot list its sessions" in answer["reason"]
+    assert answer["listed"] is True  # codex and pi are still looked for (issue 16)
     assert isinstance(status, dict)
     part = status["extra"]["discovery"]
-    assert part["state"] == "off"
-    assert "unknown option" in part["reason"]
+    assert part["state"] == "on"
+    assert "cannot list its sessions" in part["claude"]
+    assert "unknown option" in part["claude"]
 
 
-async def test_claude_missing_turns_discovery_off(
+async def test_claude_missing_leaves_discovery_on_for_codex_and_pi(
     short_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VOLEE_HOME", str(short_root / "v"))
@@ -339,13 +345,18 @@ async def test_claude_missing_turns_discovery_off(
     daemon = await Daemon.start(dirs())
     try:
         answer = await _call(daemon, "discovery.refresh")
+        status = await _call(daemon, "daemon.status")
     finally:
         await daemon.close()
 
-    assert answer == {
-        "listed": False,
-        "reason": "Claude Code not found: put `claude` on PATH or set VOLEE_CLAUDE_BIN",
-    }
+    assert isinstance(answer, dict)
+    assert answer["listed"] is True
+    assert isinstance(status, dict)
+    part = status["extra"]["discovery"]
+    assert part["state"] == "on"
+    assert part["claude"] == (
+        "off: Claude Code not found: put `claude` on PATH or set VOLEE_CLAUDE_BIN"
+    )
 
 
 async def test_a_listed_session_whose_pid_is_dead_is_not_taken_for_a_live_one(

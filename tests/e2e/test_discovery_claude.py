@@ -289,3 +289,51 @@ def test_volee_resume_continues_an_interrupted_outside_session_in_a_host(
     assert any("notice from volee" in line and notice in line for line in history.splitlines())
     # Still one agent: the killed session's leftover file registers no other.
     assert [a["id"] for a in ls(env)] == [agent["id"]], history
+
+
+def ls_quietly(env: dict[str, str]) -> list[dict[str, Any]]:
+    """``volee ls --all --json --no-refresh``: what the daemon knows, asking for nothing."""
+    out = volee(env, "ls", "--all", "--json", "--no-refresh").stdout
+    items: list[dict[str, Any]] = json.loads(out)
+    return items
+
+
+def discovery_status(env: dict[str, str]) -> dict[str, Any]:
+    status = json.loads(volee(env, "daemon", "status", "--json").stdout)
+    part: dict[str, Any] = status["extra"]["discovery"]
+    return part
+
+
+def test_the_session_registry_watch_finds_a_terminal_session_and_its_end_by_itself(
+    daemon_env: dict[str, str], real_sandbox: Sandbox, real_claude: Path
+) -> None:
+    """No refresh and no interactive client (the seed's cadence would wait 30 s, the safety
+    listing 300 s): Claude Code writing its session file is what makes volee list."""
+    env = daemon_env
+    wait_until(lambda: discovery_status(env)["listings"] >= 1, 15, "the first listing")
+    before = discovery_status(env)
+    assert before["watch"] == "on"
+    program, session = start_claude(real_sandbox, env, real_claude)
+    try:
+        began = time.monotonic()
+
+        def found() -> dict[str, Any] | None:
+            return next((a for a in ls_quietly(env) if a["session_id"] == session), None)
+
+        agent = wait_until(found, 20, "the session found by the watch")
+        print(f"found {time.monotonic() - began:.1f} s after its session file was written")
+        assert agent["location"] == "terminal"
+        assert agent["pid"] == program.proc.pid
+        after = discovery_status(env)
+        assert after["changes"] > before["changes"]
+        program.type("/exit\r")
+        program.proc.wait(timeout=15)
+
+        def stopped() -> bool:
+            return any(a["session_id"] == session and a["state"] == "stopped"
+                       for a in ls_quietly(env))  # fmt: skip
+
+        wait_until(stopped, 20, "its end, by itself")
+    finally:
+        print(program.screen()[-2000:])
+        program.close()

@@ -77,6 +77,9 @@ class ListedSession:
     location: Location = Location.TERMINAL
     status: Coarse | None = None  # None: the listing does not say (process-table entries)
     waiting_for: str = ""
+    #: An idle session whose last turn ended with its answer (codex/pi session files say
+    #: it): volee's ``done``, not ``idle``.
+    done: bool = False
     name: str = ""
     started_at: float | None = None  # seconds since the epoch
     finished: bool = False  # a completed or stopped background session (``--all``)
@@ -126,8 +129,12 @@ class Listing:
 EMPTY = Listing()
 
 
-def listed_state(status: Coarse | None, waiting_for: str = "") -> tuple[AgentState, str]:
+def listed_state(
+    status: Coarse | None, waiting_for: str = "", done: bool = False
+) -> tuple[AgentState, str]:
     """The agent state a listing's coarse status stands for."""
+    if status is Coarse.IDLE and done:
+        return AgentState.DONE, ""
     if status is Coarse.BUSY:
         return AgentState.WORKING, ""
     if status is Coarse.WAITING:
@@ -372,7 +379,7 @@ def _pid_taken(batch: _Batch, session: ListedSession) -> bool:
 
 def _register(batch: _Batch, session: ListedSession, now: float) -> list[ev.Event]:
     agent_id = agent_id_for(session, now)
-    state, detail = listed_state(session.status, session.waiting_for)
+    state, detail = listed_state(session.status, session.waiting_for, session.done)
     if session.finished:
         state, detail = (AgentState.FAILED if session.failed else AgentState.STOPPED), ""
     base = session.name.strip() or _default_name(session)
@@ -449,7 +456,7 @@ def _state_events(
         ]
     if session.status is None or coarse(agent.state) is session.status:
         return []
-    state, detail = listed_state(session.status, session.waiting_for)
+    state, detail = listed_state(session.status, session.waiting_for, session.done)
     return [ev.StateChanged(at=now, agent=agent.id, state=state, detail=detail)]
 
 

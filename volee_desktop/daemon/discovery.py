@@ -1,5 +1,12 @@
 """The discovery loop: list the sessions started outside volee, reconcile, commit (seed 002).
 
+What wakes it (docs/discovery.md, "The cadence"): the watch of the session folders and
+the exit watch (``daemon/watch.py``) call ``on_change`` / ``on_exit``; a change of Claude
+Code's registry lists only when its signature moved (sessions outside volee hosts); with
+the watch on and no interactive client, only a slow safety listing
+(``safety_discovery_interval``) runs on a clock, and ``discovery.refresh`` answers at once
+when nothing is new.  Without the watch, the seed's cadence:
+
 Cadence: list when the daemon starts; while an interactive client is
 subscribed, wait ``discovery_interval`` (2 s) after a listing that changed
 something and twice as long after each listing that changed nothing, up to
@@ -23,16 +30,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from ..config import DiscoveryConfig
+from ..core.model import Harness
 from ..core.reconcile import Listing, reconcile
 from ..harness.listing import ListingError
 from ..ipc.server import Connection
 from .clock import Clock
 from .context import Clients
 from .errors import Broken, Refused
-from .listers import Lister, ListingFailed, Unavailable
+from .listers import Lister, ListingFailed, Signature, Unavailable
 from .service import Service
 
 log = logging.getLogger(__name__)
@@ -69,6 +78,15 @@ class Discovery:
         self._wake = asyncio.Event()
         self._reset = True  # the first listing counts as a reset: the short wait follows it
         self._next: asyncio.Future[dict[str, Any]] | None = None
+        # The watch (daemon/watch.py): while it runs, a change or an exit says when to list.
+        self.watching = False
+        self.signature: Signature | None = None  # reads Claude Code's session registry
+        self._seen: Hashable = None  # its signature at the last Claude listing
+        self._dirty: set[Harness] = set()  # changed since their last listing
+        self._folder_changed = False  # Claude's folder changed: compare signatures
+        self.changes = 0
+        self.skipped = 0  # wakes that found nothing to list
+        self.on_listed: Callable[[], None] | None = None  # after each listing (the exit watch)
         # A new interactive subscription: list at once, the short wait comes back.
         clients.on_join(self._poke)
 
@@ -78,10 +96,42 @@ class Discovery:
         self._reset = True
         self._wake.set()
 
+    def on_change(self, harness: Harness) -> None:
+        """A harness's session folder changed (the watch): list if it says something new."""
+        self.changes += 1
+        if harness is Harness.CLAUDE and self.signature is not None:
+            self._folder_changed = True
+        else:
+            self._dirty.add(harness)
+        self._wake.set()
+
+    def on_exit(self, harness: Harness) -> None:
+        """A process discovery follows ended (the exit watch): list its harness."""
+        self._dirty.add(harness)
+        self._wake.set()
+
+    def _claude_news(self) -> bool:
+        """Whether Claude Code's session registry says something the last listing did not
+        (its signature leaves out the sessions of agents in volee hosts: hooks tell those)."""
+        if Harness.CLAUDE in self._dirty or self.signature is None:
+            return True
+        return bool(self.signature(self.service.registry) != self._seen)
+
+    def nothing_new(self) -> bool:
+        """The watch runs and has seen nothing since the last listing that still matters."""
+        if not self.watching or self.failing or self.previous is None:
+            return False
+        others = self._dirty - {Harness.CLAUDE}
+        return not others and not self._claude_news()
+
     async def refresh(self) -> dict[str, Any]:
-        """Answer once a listing that started after this call is applied."""
+        """Answer once a listing that started after this call is applied; at once when the
+        watch has seen nothing new since the last one (``volee ls`` polled by a status bar
+        costs a folder read, not a Node process)."""
         if self.off:
             return {"listed": False, "reason": self.off}
+        if self.nothing_new():
+            return {"listed": False, "fresh": True, "events": 0}
         future = self._upcoming()
         self._poke()
         return await asyncio.shield(future)
@@ -99,16 +149,33 @@ class Discovery:
     async def run(self) -> None:
         """List, reconcile and wait, until cancelled or discovery turns off."""
         try:
+            timed_out = True  # the first listing is due
+            remaining = self.wait
             while not self.off:
                 reset = self._reset
                 self._reset = False
                 self._wake.clear()
-                changed = await self.list_once()
-                if self.off:
-                    break
-                self.wait = self.next_wait(changed or reset)
+                due = reset or timed_out or not self.watching
+                claude = (
+                    due
+                    or Harness.CLAUDE in self._dirty
+                    or (self._folder_changed and self._claude_news())
+                )
+                if due or claude or self._dirty:
+                    changed = await self.list_once(claude=claude)
+                    if self.off:
+                        break
+                    self.wait = remaining = self.next_wait(changed or reset)
+                else:
+                    self.skipped += 1  # a change that says nothing new: keep waiting
+                    self._folder_changed = False
+                timed_out = False
                 if not self._wake.is_set():
-                    await self.clock.wait(self._wake, self.wait)
+                    began = self.clock.now()
+                    await self.clock.wait(self._wake, remaining)
+                    timed_out = not self._wake.is_set()
+                    # Woken by a change: the rest of the wait still counts after it.
+                    remaining = max(0.0, remaining - (self.clock.now() - began))
         finally:
             self._settle({"listed": False, "reason": self.off or "discovery stopped"})
 
@@ -116,7 +183,8 @@ class Discovery:
         """Seconds to wait after a listing."""
         cfg = self.config
         if self.clients.count <= 0:
-            return cfg.idle_discovery_interval
+            # The watch says when something changed: only a slow safety listing remains.
+            return cfg.safety_discovery_interval if self.watching else cfg.idle_discovery_interval
         if changed:
             return cfg.discovery_interval
         return min(max(self.wait, cfg.discovery_interval) * 2, cfg.max_discovery_interval)
@@ -126,20 +194,34 @@ class Discovery:
         if future is not None and not future.done():
             future.set_result(answer)
 
-    async def list_once(self) -> bool:
-        """One listing, reconciled and committed; whether it changed anything."""
+    async def list_once(self, *, claude: bool = True) -> bool:
+        """One listing, reconciled and committed; whether it changed anything.
+
+        ``claude`` False: only codex and pi changed, and a lister that can
+        (``SystemLister.observe``) keeps the previous Claude Code part (no Node process).
+        """
         assert self.lister is not None
         future = self._upcoming()
         self._next = None  # requests from now on wait for the next listing
         self.listings += 1
+        dirty, self._dirty = self._dirty, set()
+        self._folder_changed = False
+        seen = self.signature(self.service.registry) if self.signature is not None else None
+        observe = getattr(self.lister, "observe", None)
         try:
-            observed = await self.lister(self.clock.now())
+            if observe is not None and not claude:
+                observed = await observe(self.clock.now(), claude=False)
+            else:
+                observed = await self.lister(self.clock.now())
+            if claude:
+                self._seen = seen
         except Unavailable as exc:
             self.off = str(exc)
             log.warning("discovery is off: %s", exc)
             future.set_result({"listed": False, "reason": self.off})
             return False
         except (ListingFailed, ListingError) as exc:
+            self._dirty |= dirty  # still to be listed
             if self.failing is None:
                 log.warning("discovery: listing failed (retrying quietly): %s", exc)
             self.failing = str(exc)
@@ -169,6 +251,8 @@ class Discovery:
             except (Refused, Broken) as exc:
                 log.warning("discovery: %d reconciled events refused: %s", len(events), exc)
         future.set_result({"listed": True, "events": len(events) if committed else 0})
+        if self.on_listed is not None:
+            self.on_listed()
         return committed
 
     # --- status -----------------------------------------------------------------------------
@@ -188,10 +272,16 @@ class Discovery:
             "last_listed_at": self.last_listed_at,
             "wait": self.wait,
             "interactive_clients": self.clients.count,
+            "watch": "on" if self.watching else "off",
+            "changes": self.changes,
+            "skipped": self.skipped,
         }
         reason = self.off or self.failing
         if reason:
             out["reason"] = reason
+        claude_off = getattr(self.lister, "claude_off", None)
+        if isinstance(claude_off, str):
+            out["claude"] = f"off: {claude_off}"
         cpu = getattr(self.lister, "cpu_seconds", None)
         if isinstance(cpu, float):
             out["cpu_seconds"] = round(cpu, 3)

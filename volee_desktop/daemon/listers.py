@@ -3,7 +3,10 @@
 ``SystemLister`` runs ``claude agents --json --all`` (about 0.17 s of CPU: it starts a Node
 process) as a subprocess with a timeout, and reads Claude Code's sessions folder and the
 process table.  codex and pi have no lister: their live processes (psutil) and session
-folders stand in, best effort (``scan_processes``).  A ``Lister`` is any callable giving an
+folders stand in (``scan_processes``), their turn read from the end of the session file;
+they are looked for whether Claude Code is installed or not.  ``registry_signature`` is
+what the discovery loop compares to decide whether a change of Claude Code's session
+registry needs a listing at all.  A ``Lister`` is any callable giving an
 ``Observation``, so the loop is tested with a fake one.
 """
 
@@ -16,7 +19,7 @@ import os
 import resource
 import shutil
 import time
-from collections.abc import Awaitable, Callable, Container
+from collections.abc import Awaitable, Callable, Container, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,14 +27,17 @@ import psutil
 
 from ..core.model import Harness, Location
 from ..core.reconcile import DeadSession, ListedSession, Listing
+from ..core.registry import Registry
 from ..core.states import Coarse
 from ..harness.listing import (
     SessionMeta,
+    Turn,
     dead_sessions,
     harness_of,
     parse_claude_agents,
     parse_session_file,
     parse_session_meta,
+    session_turn,
     synthetic_session,
 )
 from ..hosts import recordio
@@ -65,6 +71,8 @@ class Observation:
 
 
 Lister = Callable[[float], Awaitable[Observation]]
+#: What Claude Code's session registry says, leaving out the sessions hooks report.
+Signature = Callable[[Registry], Hashable]
 
 
 # --- the real lister ----------------------------------------------------------------------
@@ -107,39 +115,99 @@ def claude_dir(env: dict[str, str] | None = None) -> Path:
     return Path(env.get("HOME") or str(Path.home())) / ".claude"
 
 
+def registry_signature(folder: Path, registry: Registry) -> Hashable:
+    """What Claude Code's session registry (``folder``) says about the sessions discovery
+    follows: (pid, session, status, kind, name, alive) of each file, leaving out the
+    sessions of agents live in volee hosts (their hooks tell, and their files change at
+    every turn).  A folder read and a few small files: no Node process."""
+    hosted = {
+        a.session
+        for a in registry.agents.values()
+        if a.location is Location.HOST and a.live and a.session
+    }
+    out = []
+    try:
+        entries = sorted(folder.glob("*.json"))
+    except OSError:
+        return ()
+    for path in entries:
+        try:
+            parsed = parse_session_file(path.read_text(encoding="utf-8"), path.name)
+        except OSError:
+            continue
+        if parsed is None or parsed.session in hosted:
+            continue
+        alive = _alive(parsed.pid)
+        out.append((parsed.pid, parsed.session, parsed.status, parsed.kind, parsed.name, alive))
+    return tuple(out)
+
+
+CLAUDE_MISSING = "Claude Code not found: put `claude` on PATH or set VOLEE_CLAUDE_BIN"
 _UNSUPPORTED = ("unknown option", "unknown command", "unexpected argument", "invalid command")
 
 
 class SystemLister:
-    """Runs ``claude agents --json --all`` and reads the sessions folder and process table."""
+    """Runs ``claude agents --json --all`` and reads the sessions folder and process table.
 
-    def __init__(self, binary: str, *, timeout: float = LIST_TIMEOUT, scan_others: bool = True):
+    ``binary`` None: Claude Code is not installed, and only codex and pi are looked for.
+    ``observe(now, claude=False)`` skips the Node process (a change seen in codex's or
+    pi's folders only): the Claude part of the listing is the previous one's.
+    """
+
+    def __init__(
+        self, binary: str | None, *, timeout: float = LIST_TIMEOUT, scan_others: bool = True
+    ):
         self.binary = binary
         self.timeout = timeout
         self.scan_others = scan_others
         self.cpu_seconds = 0.0  # children CPU spent listing (approximate: any reaped child)
+        self.claude_listings = 0
+        self._claude: tuple[ListedSession, ...] | None = None  # the last Claude part
+        #: Why Claude Code is not listed (missing, or too old): codex and pi still are.
+        self.claude_off: str | None = None if binary else CLAUDE_MISSING
 
     async def __call__(self, now: float) -> Observation:
-        raw = await self.run_claude()
+        return await self.observe(now)
+
+    async def observe(self, now: float, *, claude: bool = True) -> Observation:
         processes = LiveProcesses()
-        # A listed live session whose pid is gone or a zombie (killed, not reaped yet) is not
-        # running: its sessions file, if left behind, tells the rest.
-        sessions = [
-            s for s in parse_claude_agents(raw) if s.finished or s.pid is None or s.pid in processes
-        ]
+        complete: set[Harness] = set()
+        if self.binary is not None and (claude or self._claude is None):
+            try:
+                raw = await self.run_claude()
+            except Unavailable as exc:
+                if not self.scan_others:
+                    raise
+                # codex and pi do not need Claude Code: they are still looked for.
+                log.warning("discovery: %s; codex and pi are still looked for", exc)
+                self.claude_off = str(exc)
+                self.binary = None
+                raw = "[]"
+            self.claude_listings += 1
+            # A listed live session whose pid is gone or a zombie (killed, not reaped yet) is
+            # not running: its sessions file, if left behind, tells the rest.
+            self._claude = tuple(
+                s
+                for s in parse_claude_agents(raw)
+                if s.finished or s.pid is None or s.pid in processes
+            )
+            if self.binary is not None:
+                complete.add(Harness.CLAUDE)
+        sessions = self._claude or ()
         dead, others = await asyncio.to_thread(self._read_folders, processes, now)
-        complete = {Harness.CLAUDE}
         if others is not None:
             complete |= {Harness.CODEX, Harness.PI}
         listing = Listing(
             sessions=tuple(sessions) + tuple(others or ()),
-            dead=tuple(dead),
+            dead=tuple(dead) if self.binary is not None else (),
             complete=frozenset(complete),
             taken_at=now,
         )
         return Observation(listing, processes)
 
     async def run_claude(self) -> str:
+        if self.binary is None:
+            raise Unavailable(CLAUDE_MISSING)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             proc = await asyncio.create_subprocess_exec(
@@ -231,12 +299,13 @@ def scan_processes(now: float, home: Path | None = None) -> list[ListedSession]:
             cwd = proc.cwd()
         except (psutil.Error, OSError):
             continue
-        meta, mtime = _session_file(harness, home, cwd, started)
+        meta, mtime, path = _session_file(harness, home, cwd, started)
         if meta is not None and meta.subagent:
             continue
-        status = None
-        if mtime is not None:
-            status = Coarse.BUSY if now - mtime < BUSY_WITHIN else Coarse.IDLE
+        turn = session_turn(harness, _tail(path)) if path is not None else Turn(None)
+        if turn.status is None and mtime is not None:
+            # The file says nothing about the turn yet: its age stands in.
+            turn = Turn(Coarse.BUSY if now - mtime < BUSY_WITHIN else Coarse.IDLE)
         out.append(
             ListedSession(
                 harness=harness,
@@ -248,7 +317,9 @@ def scan_processes(now: float, home: Path | None = None) -> list[ListedSession]:
                 pid=pid,
                 cwd=cwd,
                 location=Location.TERMINAL,
-                status=status,
+                status=turn.status,
+                waiting_for=turn.waiting_for,
+                done=turn.done,
                 name=f"{os.path.basename(cwd) or harness}-{harness}",
                 started_at=started,
                 stand_in=meta is None,
@@ -257,11 +328,38 @@ def scan_processes(now: float, home: Path | None = None) -> list[ListedSession]:
     return out
 
 
+#: How much of the end of a session file is read for the turn state.
+TAIL_BYTES = 64 * 1024
+
+
+def _tail(path: Path) -> list[str]:
+    """The complete lines of the last TAIL_BYTES of ``path`` ([] when unreadable)."""
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - TAIL_BYTES))
+            data = f.read()
+    except OSError:
+        return []
+    lines = data.decode("utf-8", "replace").splitlines()
+    return lines[1:] if size > TAIL_BYTES else lines
+
+
+def codex_sessions(home: Path) -> Path:
+    """codex's sessions folder (CODEX_HOME moves it)."""
+    return Path(os.environ.get("CODEX_HOME") or home / ".codex") / "sessions"
+
+
+def pi_sessions(home: Path) -> Path:
+    """pi's sessions folder."""
+    return home / ".pi" / "agent" / "sessions"
+
+
 def _session_file(
     harness: Harness, home: Path, cwd: str, started: float
-) -> tuple[SessionMeta | None, float | None]:
+) -> tuple[SessionMeta | None, float | None, Path | None]:
     if harness is Harness.CODEX:
-        root = Path(os.environ.get("CODEX_HOME") or home / ".codex") / "sessions"
+        root = codex_sessions(home)
         days = {
             datetime.date.fromtimestamp(started),
             datetime.date.fromtimestamp(time.time()),
@@ -269,8 +367,8 @@ def _session_file(
         candidates = [p for d in days for p in (root / f"{d:%Y/%m/%d}").glob("rollout-*.jsonl")]
     else:
         folder = "--" + cwd.strip("/").replace("/", "-") + "--"
-        candidates = list((home / ".pi" / "agent" / "sessions" / folder).glob("*.jsonl"))
-    best: tuple[float, SessionMeta] | None = None
+        candidates = list((pi_sessions(home) / folder).glob("*.jsonl"))
+    best: tuple[float, SessionMeta, Path] | None = None
     for path in candidates:
         try:
             mtime = path.stat().st_mtime
@@ -282,5 +380,5 @@ def _session_file(
             continue
         same_dir = meta is not None and os.path.normpath(meta.cwd) == os.path.normpath(cwd)
         if meta is not None and same_dir and (best is None or mtime > best[0]):
-            best = (mtime, meta)
-    return (best[1], best[0]) if best else (None, None)
+            best = (mtime, meta, path)
+    return (best[1], best[0], best[2]) if best else (None, None, None)

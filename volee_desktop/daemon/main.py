@@ -22,6 +22,7 @@ from typing import Any
 
 from .. import __version__
 from ..config import Config, load_config
+from ..core.model import Harness
 from ..harness.base import Profile
 from ..harness.claude import ClaudeProfile
 from ..harness.codex import CodexProfile
@@ -33,6 +34,7 @@ from ..paths import Dirs, ensure_private_dir
 from ..pidlock import PidLock
 from ..store.log import EventLog
 from ..store.records import Record
+from . import watch
 from .access import Audit
 from .agents import AgentsRunner
 from .answers import Answers
@@ -43,7 +45,7 @@ from .discovery import Discovery
 from .errors import AlreadyRunning
 from .identity import HostRecords, Identifier
 from .intake import Intake
-from .listers import Lister, SystemLister, claude_binary
+from .listers import Lister, SystemLister, claude_binary, registry_signature
 from .mcphub import McpHub
 from .missions import MissionsRunner
 from .queries import Queries
@@ -144,16 +146,37 @@ class Daemon:
         methods.add("daemon.stop", self.api_stop)
 
     def _discovery(self, lister: Lister | None) -> Discovery:
-        off = None
         if lister is None:
-            binary = self.agents.binaries.get("claude") or claude_binary()
-            if binary is None:
-                off = "Claude Code not found: put `claude` on PATH or set VOLEE_CLAUDE_BIN"
-            else:
-                lister = SystemLister(binary)
-        return Discovery(
-            self.service, self.config.discovery, lister, self.clock, self.clients, off=off
-        )
+            # Without Claude Code (None) codex and pi are still looked for.
+            lister = SystemLister(self.agents.binaries.get("claude") or claude_binary())
+        return Discovery(self.service, self.config.discovery, lister, self.clock, self.clients)
+
+    def _watch(self) -> None:
+        """Wake discovery when a session folder changes or a followed process ends
+        (daemon/watch.py); only for the real lister (a fake one lists what the test says)."""
+        lister = self.discovery.lister
+        if not watch.WATCH or not isinstance(lister, SystemLister):
+            return
+        discovery = self.discovery
+        folders = watch.watched_folders()
+        sessions = next(p for p, h in folders.items() if h is Harness.CLAUDE)
+        discovery.signature = lambda registry: registry_signature(sessions, registry)
+        changes = watch.FolderWatch(folders, discovery.on_change)
+        exits = watch.ExitWatch(discovery.on_exit)
+        changes.start()
+        discovery.watching = True
+
+        def follow() -> None:
+            discovery.watching = changes.running
+            exits.follow(watch.followed_processes(self.service.registry))
+
+        discovery.on_listed = follow
+
+        async def stop() -> None:
+            exits.close()
+            await changes.close()
+
+        self.closing.add(stop)
 
     @classmethod
     async def start(
@@ -239,6 +262,7 @@ class Daemon:
         the missions' sweep, the recovery of the agents interrupted while no daemon ran."""
         interrupted = await self.agents.adopt_live_hosts()
         if not self.discovery.off:
+            self._watch()
             self.tasks.spawn(self.discovery.run(), "discovery")
         else:
             log.info("discovery is off: %s", self.discovery.off)

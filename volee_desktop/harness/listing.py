@@ -198,6 +198,76 @@ def parse_session_meta(harness: Harness, first_line: str) -> SessionMeta | None:
     return SessionMeta(harness, session, str(data.get("cwd") or ""), subagent)
 
 
+@dataclass(frozen=True)
+class Turn:
+    """What the end of a codex/pi session file says about the turn (None: it says nothing)."""
+
+    status: Coarse | None
+    done: bool = False  # the turn ended with the agent's answer: volee's ``done``
+    waiting_for: str = ""
+
+
+#: codex rollout ``event_msg`` types: a turn begins, ends, is cut off, or waits for the person.
+_CODEX_BUSY = frozenset({"task_started", "turn_started", "exec_command_begin", "user_message"})
+_CODEX_DONE = frozenset({"task_complete", "turn_complete"})
+_CODEX_ABORTED = frozenset({"turn_aborted", "task_aborted"})
+_CODEX_WAITING = frozenset(
+    {"exec_approval_request", "apply_patch_approval_request", "request_user_input",
+     "elicitation_request"}
+)  # fmt: skip
+#: pi ``message`` stop reasons that end the agent's turn, and those that cut it off.
+_PI_DONE = frozenset({"stop", "end_turn", "length"})
+_PI_ABORTED = frozenset({"aborted", "error"})
+
+
+def session_turn(harness: Harness, lines: Iterable[str]) -> Turn:
+    """The turn state at the end of a codex rollout or a pi session file (its last lines).
+
+    codex 0.171 writes ``event_msg`` lines (``task_started`` ... ``task_complete``; an
+    interrupted turn is ``turn_aborted``; an approval it waits for is an
+    ``*_approval_request``); pi 0.73 writes a ``message`` line per message, the
+    assistant's carrying ``stopReason`` (``toolUse`` while it works, ``stop`` at the end).
+    Lines that are not JSON (a line being written) are skipped.
+    """
+    turn = Turn(None)
+    for line in lines:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        if harness is Harness.CODEX:
+            payload = data.get("payload")
+            if data.get("type") != "event_msg" or not isinstance(payload, dict):
+                continue
+            kind = payload.get("type")
+            if kind in _CODEX_DONE:
+                turn = Turn(Coarse.IDLE, done=True)
+            elif kind in _CODEX_ABORTED:
+                turn = Turn(Coarse.IDLE)
+            elif kind in _CODEX_WAITING:
+                command = payload.get("command")
+                if isinstance(command, list):
+                    command = " ".join(str(c) for c in command)
+                what = f"permission for {command}" if isinstance(command, str) else "approval"
+                turn = Turn(Coarse.WAITING, waiting_for=what[:100])
+            elif kind in _CODEX_BUSY:
+                turn = Turn(Coarse.BUSY)
+        elif harness is Harness.PI:
+            message = data.get("message")
+            if data.get("type") != "message" or not isinstance(message, dict):
+                continue
+            role, reason = message.get("role"), message.get("stopReason")
+            if role == "assistant" and reason in _PI_DONE:
+                turn = Turn(Coarse.IDLE, done=True)
+            elif role == "assistant" and reason in _PI_ABORTED:
+                turn = Turn(Coarse.IDLE)
+            elif role in ("user", "assistant", "toolResult"):
+                turn = Turn(Coarse.BUSY)
+    return turn
+
+
 _NOT_SESSIONS = frozenset(
     {"--version", "-V", "--help", "-h", "login", "logout", "mcp", "mcp-server", "app-server",
      "completion", "config", "install", "update", "list-models", "--list-models"}

@@ -1,0 +1,201 @@
+"""What wakes discovery: the harnesses' session folders changing, and watched processes ending.
+
+Two cheap triggers instead of listing on a clock (issue 13):
+
+- ``FolderWatch``: the platform's file notification (inotify, FSEvents,
+  ReadDirectoryChangesW, through ``watchfiles``) on Claude Code's session registry
+  (``<config>/sessions/``: a file per live session, rewritten when its status
+  changes, deleted on a clean exit), codex's ``sessions/`` and pi's
+  ``agent/sessions/``.  A folder that does not exist yet is waited for through its
+  nearest existing parent (not recursively), then watched itself.  ``watchfiles``'
+  Rust loop wakes every ``STEP`` ms to look at its stop flag (a thread, no Python):
+  about 0.01 % of a core, and the latency of a change is STEP to 2 x DEBOUNCE.
+- ``ExitWatch``: a process whose end would not be written anywhere (a session killed
+  with -9 leaves its file behind and changes nothing) is waited for with a pidfd
+  (Linux); elsewhere the slow safety listing finds it.
+
+Both call ``notify(harness)``; what to do about it is the discovery loop's decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ..core.model import Harness, Location
+from ..core.registry import Registry
+from .listers import claude_dir, codex_sessions, pi_sessions
+
+log = logging.getLogger(__name__)
+# watchfiles logs every batch of changes at INFO: the daemon's log is not the place for them.
+logging.getLogger("watchfiles").setLevel(logging.WARNING)
+
+STEP_MS = 300
+DEBOUNCE_MS = 600
+#: Tests that drive discovery with a listing the watch cannot see turn it off.
+WATCH = True
+
+Notify = Callable[[Harness], None]
+
+
+def nearest_existing(path: Path) -> Path | None:
+    """``path`` or its nearest ancestor that is a folder (None: nothing exists, not even /)."""
+    for candidate in (path, *path.parents):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+class FolderWatch:
+    """Watches folders (one ``watchfiles`` watcher each) and says which harness changed."""
+
+    def __init__(self, targets: dict[Path, Harness], notify: Notify) -> None:
+        self.targets = targets
+        self.notify = notify
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.failed: str | None = None
+        self.changes = 0
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        for path, harness in self.targets.items():
+            self._tasks.append(loop.create_task(self._follow(path, harness)))
+
+    @property
+    def running(self) -> bool:
+        return bool(self._tasks) and self.failed is None
+
+    async def close(self) -> None:
+        self._stop.set()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+
+    async def _follow(self, target: Path, harness: Harness) -> None:
+        try:
+            from watchfiles import awatch
+        except ImportError as exc:  # pragma: no cover - a dependency
+            self.failed = f"watchfiles is not installed ({exc})"
+            log.warning("discovery: %s; listing on a clock instead", self.failed)
+            return
+        try:
+            while not self._stop.is_set():
+                base = await asyncio.to_thread(nearest_existing, target)
+                if base is None:
+                    self.failed = f"nothing of {target} exists"
+                    return
+                if base == target:
+                    async for _changes in awatch(
+                        target,
+                        stop_event=self._stop,
+                        step=STEP_MS,
+                        debounce=DEBOUNCE_MS,
+                        rust_timeout=0,
+                        recursive=True,
+                    ):
+                        self.changes += 1
+                        self.notify(harness)
+                        if not target.is_dir():
+                            break  # removed: wait for it again
+                    continue
+                # Not there yet: wait for the next folder on the way to appear.
+                async for changes in awatch(
+                    base,
+                    stop_event=self._stop,
+                    step=STEP_MS,
+                    debounce=DEBOUNCE_MS,
+                    rust_timeout=0,
+                    recursive=False,
+                ):
+                    if any(_on_the_way(Path(p), target) for _change, p in changes):
+                        break
+                self.notify(harness)  # it may hold sessions already
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # inotify limits, a folder we may not read...
+            self.failed = f"cannot watch {target}: {exc}"
+            log.warning("discovery: %s; listing on a clock instead", self.failed)
+            self.notify(harness)
+
+
+def _on_the_way(changed: Path, target: Path) -> bool:
+    return changed == target or changed in target.parents
+
+
+class ExitWatch:
+    """Calls ``notify(harness)`` when a watched process ends (pidfd; Linux only)."""
+
+    def __init__(self, notify: Notify) -> None:
+        self.notify = notify
+        self._fds: dict[int, tuple[int, Harness]] = {}
+        self.supported = hasattr(os, "pidfd_open")
+
+    def follow(self, pids: Iterable[tuple[int, Harness]]) -> None:
+        """Watch exactly these processes (others are dropped)."""
+        if not self.supported:
+            return
+        wanted = dict(pids)
+        for pid in list(self._fds):
+            if pid not in wanted:
+                self._drop(pid)
+        loop = asyncio.get_running_loop()
+        for pid, harness in wanted.items():
+            if pid in self._fds:
+                continue
+            try:
+                fd = os.pidfd_open(pid)
+            except OSError:
+                continue  # gone already (the listing will tell) or not ours
+            self._fds[pid] = (fd, harness)
+            loop.add_reader(fd, self._ended, pid)
+
+    def _ended(self, pid: int) -> None:
+        entry = self._fds.get(pid)
+        self._drop(pid)
+        if entry is not None:
+            self.notify(entry[1])
+
+    def _drop(self, pid: int) -> None:
+        entry = self._fds.pop(pid, None)
+        if entry is None:
+            return
+        with contextlib.suppress(Exception):
+            asyncio.get_running_loop().remove_reader(entry[0])
+        with contextlib.suppress(OSError):
+            os.close(entry[0])
+
+    def close(self) -> None:
+        for pid in list(self._fds):
+            self._drop(pid)
+
+    @property
+    def watched(self) -> int:
+        return len(self._fds)
+
+
+def watched_folders(env: dict[str, str] | None = None) -> dict[Path, Harness]:
+    """The session folders the watch follows (they need not exist yet)."""
+    env = dict(os.environ) if env is None else env
+    home = Path(env.get("HOME") or str(Path.home()))
+    return {
+        claude_dir(env) / "sessions": Harness.CLAUDE,
+        codex_sessions(home): Harness.CODEX,
+        pi_sessions(home): Harness.PI,
+    }
+
+
+def followed_processes(registry: Registry) -> list[tuple[int, Harness]]:
+    """The processes of agents discovery follows (not in volee hosts): their end is news."""
+    return [
+        (a.pid, a.harness)
+        for a in registry.agents.values()
+        if a.pid and a.live and a.location in (Location.TERMINAL, Location.BACKGROUND)
+    ]
