@@ -407,3 +407,44 @@ async def test_a_client_is_interactive_only_while_it_says_someone_looks(
     finally:
         await client.close()
     await interactive_becomes(0)  # a closed connection looks at nothing
+
+
+async def test_a_slow_listing_runs_outside_the_state_lock_and_delays_no_request(
+    volee_home: Path,
+) -> None:
+    # Seed 002: the listing runs outside the state lock. A listing that hangs (a slow
+    # `claude agents --json`) must not hold up commits, requests or other clients.
+    from tests.fakes.clock import FakeClock
+    from volee_desktop.core import events as ev
+    from volee_desktop.daemon.listers import Observation
+
+    started = asyncio.Event()
+    release = asyncio.Event()
+
+    async def slow_lister(_now: float) -> Observation:
+        started.set()
+        await release.wait()
+        return Observation(Listing(complete=frozenset({Harness.CLAUDE})), set())
+
+    daemon = await Daemon.start(dirs(), clock=FakeClock(start=time.time()), lister=slow_lister)
+    try:
+        refresh = asyncio.ensure_future(_call(daemon, "discovery.refresh"))
+        await asyncio.wait_for(started.wait(), 10)
+
+        registered = ev.AgentRegistered(
+            at=time.time(), agent="ag_01JAAAAAAAAAAAAAAAAAAAAAAA", name="meanwhile",
+            harness=Harness.GENERIC, cwd="/tmp",
+        )  # fmt: skip
+        await asyncio.wait_for(daemon.service.commit([registered]), 5)
+        listed = await asyncio.wait_for(_call(daemon, "agents.list"), 5)
+        assert isinstance(listed, list)
+        assert [a["name"] for a in listed] == ["meanwhile"]
+        assert not refresh.done()  # the listing still hangs, and nothing waited for it
+
+        release.set()
+        answer = await asyncio.wait_for(refresh, 10)
+        assert isinstance(answer, dict)
+        assert answer["listed"] is True
+    finally:
+        release.set()
+        await daemon.close()
