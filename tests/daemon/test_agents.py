@@ -285,6 +285,24 @@ async def test_an_answer_never_taken_is_refused_and_the_request_opens_again(
     assert (rig.project / "asked.txt").read_text() == "yes\n"
 
 
+async def test_a_request_names_its_project_folder_and_branch(rig: Rig) -> None:
+    git = ["git", "-C", str(rig.project)]
+    subprocess.run([*git, "init", "-q", "-b", "feature/login"], check=True)
+
+    view = await asking(rig)
+    await rig.wait(view["id"], lambda a: a.branch == "feature/login", "the branch")
+
+    shown = await rig.call("agents.get", agent=view["id"])
+    assert shown["project"] == {
+        "folder": str(rig.project),
+        "name": "p",
+        "repo": str(rig.project.resolve()),
+        "branch": "feature/login",
+    }
+    assert shown["request"]["summary"] == "Bash: echo yes > asked.txt"
+    assert shown["waiting_since"] == shown["request"]["since"]
+
+
 async def test_an_answer_never_goes_in_twice(rig: Rig) -> None:
     view = await asking(rig, "SLEEP: 1")
     request = rig.agent(view["id"]).request

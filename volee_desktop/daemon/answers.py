@@ -33,6 +33,7 @@ from .agenthosts import read_quietly, type_keys
 from .agents import AgentsRunner
 from .context import Context
 from .errors import NotFound, Refused
+from .git import GitError, current_branch, toplevel
 from .params import agent_param, bad, flag, whole
 from .params import text as text_param
 from .screens import Snapshot
@@ -79,6 +80,8 @@ class Answers:
         self._looking: set[str] = set()
         self._again: set[str] = set()
         self.screens.on_output.append(self._output)
+        # A request names its project: folder and branch (read from git when it opens).
+        self.service.listen(self._event)
         for name, fn in (
             ("agents.allow", self.api_allow),
             ("agents.deny", self.api_deny),
@@ -342,6 +345,36 @@ class Answers:
             return
         await self.service.commit(
             [ev.MessageDelivered(at=self.clock.now(), message=message_id, recipient=agent.id)]
+        )
+
+    # --- where it asks from ----------------------------------------------------------------
+
+    def _event(self, _seq: int, event: ev.Event) -> None:
+        if not isinstance(event, ev.StateChanged) or event.request is None:
+            return
+        agent = self.service.current().agents.get(event.agent)
+        if agent is not None and agent.cwd and agent.launch is not None:
+            self.tasks.spawn(self._branch(agent.id, agent.cwd), f"branch of {agent.name}")
+
+    async def _branch(self, agent_id: str, cwd: str) -> None:
+        """Record the branch (and repository) the agent works in, when git knows them."""
+        try:
+            branch = await asyncio.to_thread(current_branch, cwd)
+            repo = await asyncio.to_thread(toplevel, cwd) if branch else None
+        except GitError as exc:
+            log.debug("no branch for %s: %s", agent_id, exc)
+            return
+        if branch is None:
+            return
+        agent = self.service.current().agents.get(agent_id)
+        if agent is None or agent.branch == branch:
+            return
+        await self.service.commit(
+            [
+                ev.WorkspaceUpdated(
+                    at=self.clock.now(), agent=agent_id, branch=branch, repo=agent.repo or repo
+                )
+            ]
         )
 
     # --- answered in the agent's own terminal -------------------------------------------------
