@@ -113,3 +113,64 @@ def test_closing_the_popup_of_a_tray_does_not_quit(qtbot: Any, qapp: Any, tmp_pa
         assert quits == []
     finally:
         ctl.close()
+
+
+OWN_WATCHER = """
+import asyncio, sys
+from dbus_fast.aio import MessageBus
+
+async def main() -> None:
+    bus = await MessageBus(bus_address=sys.argv[1]).connect()
+    await bus.request_name("org.kde.StatusNotifierWatcher")
+    print("owned", flush=True)
+    await asyncio.sleep(60)
+
+asyncio.run(main())
+"""
+
+
+def test_a_status_notifier_watcher_appearing_on_the_bus_asks_qt_at_once(qtbot: Any) -> None:
+    # KDE, GNOME's AppIndicator extension, waybar: their tray is a StatusNotifierWatcher.
+    import shutil
+    import subprocess
+    import sys
+
+    import pytest
+    from PySide6.QtDBus import QDBusConnection
+
+    if shutil.which("dbus-daemon") is None:
+        pytest.skip("needs dbus-daemon")
+    daemon = subprocess.Popen(
+        ["dbus-daemon", "--session", "--nofork", "--print-address=1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    owner: subprocess.Popen[str] | None = None
+    try:
+        assert daemon.stdout is not None
+        address = daemon.stdout.readline().strip()
+        bus = QDBusConnection.connectToBus(address, "volee-traywatch-test")
+        assert bus.isConnected()
+        flag = Flag()
+        # The poll is an hour away: only the bus can make the watcher ask.
+        watcher = TrayWatcher(flag, interval_ms=3_600_000, bus=bus)
+        watcher.start()
+        flag.up = True
+        owner = subprocess.Popen(
+            [sys.executable, "-c", OWN_WATCHER, address], stdout=subprocess.PIPE, text=True
+        )
+        assert owner.stdout is not None
+        assert owner.stdout.readline().strip() == "owned"
+        with qtbot.waitSignal(watcher.appeared, timeout=10_000):
+            pass
+        assert flag.asked == 1
+        assert not watcher.watching
+        QDBusConnection.disconnectFromBus("volee-traywatch-test")
+    finally:
+        for child in (owner, daemon):
+            if child is not None:
+                child.kill()
+                child.wait()
+                if child.stdout is not None:
+                    child.stdout.close()

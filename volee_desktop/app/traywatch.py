@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -43,6 +44,7 @@ class TrayWatcher(QObject):
         interval_ms: int = POLL_MS,
         parent: QObject | None = None,
         watch_bus: bool = True,
+        bus: Any = None,
     ) -> None:
         super().__init__(parent)
         self.available = available
@@ -52,6 +54,7 @@ class TrayWatcher(QObject):
         self.checks = 0
         self._bus_watcher: QObject | None = None
         self._watch_bus = watch_bus
+        self._bus = bus  # a QDBusConnection; None: the session bus
 
     @property
     def watching(self) -> bool:
@@ -90,7 +93,7 @@ class TrayWatcher(QObject):
             from PySide6.QtDBus import QDBusConnection, QDBusServiceWatcher
         except ImportError:
             return None
-        bus = QDBusConnection.sessionBus()
+        bus = self._bus if self._bus is not None else QDBusConnection.sessionBus()
         if not bus.isConnected():
             return None
         watcher = QDBusServiceWatcher(
