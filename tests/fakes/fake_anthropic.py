@@ -454,9 +454,17 @@ def anthropic_reply(body: JSON) -> Reply:
     )
 
 
-def _usage(output_tokens: int) -> JSON:
+def input_tokens(body: JSON) -> int:
+    """What the request would cost in input tokens, roughly as the real API counts (a token per
+    four characters of its system prompt, messages and tools), so that a conversation fills
+    its context window as it grows (Claude Code's status line shows the share)."""
+    size = sum(len(json.dumps(body.get(k) or "")) for k in ("system", "messages", "tools"))
+    return max(10, size // 4)
+
+
+def _usage(output_tokens: int, tokens_in: int = 10) -> JSON:
     return {
-        "input_tokens": 10,
+        "input_tokens": tokens_in,
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": 0,
         "output_tokens": output_tokens,
@@ -470,7 +478,7 @@ def _content_block(reply: Reply) -> JSON:
     return {"type": "text", "text": reply.text}
 
 
-def message_json(reply: Reply, model: str) -> JSON:
+def message_json(reply: Reply, model: str, tokens_in: int = 10) -> JSON:
     """A complete non-streamed Messages response."""
     return {
         "id": "msg_" + uuid.uuid4().hex[:24],
@@ -480,19 +488,24 @@ def message_json(reply: Reply, model: str) -> JSON:
         "content": [_content_block(reply)],
         "stop_reason": "tool_use" if reply.tool else "end_turn",
         "stop_sequence": None,
-        "usage": _usage(5),
+        "usage": _usage(5, tokens_in),
     }
 
 
-def message_events(reply: Reply, model: str) -> Iterator[bytes]:
+def message_events(reply: Reply, model: str, tokens_in: int = 10) -> Iterator[bytes]:
     """The SSE stream of a Messages response."""
-    message = message_json(reply, model)
+    message = message_json(reply, model, tokens_in)
     block = message["content"][0]
     yield sse(
         "message_start",
         {
             "type": "message_start",
-            "message": {**message, "content": [], "stop_reason": None, "usage": _usage(1)},
+            "message": {
+                **message,
+                "content": [],
+                "stop_reason": None,
+                "usage": _usage(1, tokens_in),
+            },
         },
     )
     if block["type"] == "tool_use":
@@ -529,9 +542,10 @@ class FakeAnthropic(FakeServer):
             return 404, error, Reply()
         reply = self.next_scripted() or anthropic_reply(body)
         model = str(body.get("model") or DEFAULT_MODEL)
+        tokens = input_tokens(body)
         if body.get("stream"):
-            return 200, message_events(reply, model), reply
-        return 200, message_json(reply, model), reply
+            return 200, message_events(reply, model, tokens), reply
+        return 200, message_json(reply, model, tokens), reply
 
     def handle_get(self, path: str) -> tuple[int, JSON]:
         if path.startswith("/v1/models"):

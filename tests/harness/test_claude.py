@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import replace
 from pathlib import Path
 
@@ -365,3 +366,76 @@ def test_a_session_resumes_only_when_its_transcript_holds_a_conversation(tmp_pat
     assert profile.has_conversation(SESSION_ID, settings)
     assert has_conversation(SESSION_ID, {"CLAUDE_CONFIG_DIR": str(home / ".claude")})
     assert not has_conversation(SESSION_ID, {"HOME": str(tmp_path / "elsewhere")})
+
+
+# --- the status line: context share and cost (docs/context.md) ------
+
+
+def statusline_settings(tmp_path: Path, own: dict[str, object] | None) -> dict[str, object]:
+    home = tmp_path / "home"
+    if own is not None:
+        (home / ".claude").mkdir(parents=True)
+        (home / ".claude" / "settings.json").write_text(json.dumps({"statusLine": own}))
+    settings = replace(S, cwd=str(tmp_path / "project"), env={"HOME": str(home)})
+    ctx = replace(context("/opt/claude"), statusline=("/usr/bin/python3", "-I", "-S", "/v/sl.py"))
+    plan = ClaudeProfile().launch("ag_1", settings, ctx)
+    line: dict[str, object] = json.loads(plan.files["/state/agents/ag_1/claude-settings.json"])[
+        "statusLine"
+    ]
+    return line
+
+
+def test_the_status_line_is_volees_wrapper(tmp_path: Path) -> None:
+    line = statusline_settings(tmp_path, None)
+    assert line == {
+        "type": "command",
+        "command": "/usr/bin/python3 -I -S /v/sl.py /state/agents/ag_1/statusline.last",
+    }
+
+
+def test_the_persons_own_status_line_is_run_by_the_wrapper(tmp_path: Path) -> None:
+    own = {"type": "command", "command": "~/bin/my-line --git 'a b'", "padding": 2}
+    line = statusline_settings(tmp_path, own)
+    assert line["padding"] == 2
+    assert shlex.split(str(line["command"]))[-1] == "~/bin/my-line --git 'a b'"
+
+
+def test_a_projects_own_status_line_comes_before_the_persons(tmp_path: Path) -> None:
+    (tmp_path / "project" / ".claude").mkdir(parents=True)
+    (tmp_path / "project" / ".claude" / "settings.local.json").write_text(
+        json.dumps({"statusLine": {"type": "command", "command": "project-line"}})
+    )
+    line = statusline_settings(tmp_path, {"type": "command", "command": "mine"})
+    assert str(line["command"]).endswith(" project-line")
+
+
+def test_no_wrapper_no_status_line() -> None:
+    plan = ClaudeProfile().launch("ag_1", S, context("/opt/claude"))
+    assert "statusLine" not in json.loads(plan.files["/state/agents/ag_1/claude-settings.json"])
+
+
+def test_status_line_is_context_used_only_when_it_changed() -> None:
+    a = agent()
+    payload = {"session_id": "s", "context": 0.42, "cost_usd": 0.5}
+    [used] = hook_events(a, "StatusLine", payload, AT)
+    assert used == ev.ContextUsed(at=AT, agent="ag_1", share=0.42, cost_usd=0.5)
+    same = replace(a, context_share=0.42, cost_usd=0.5)
+    assert hook_events(same, "StatusLine", payload, AT) == []
+    # It says nothing about the agent's state.
+    assert states(hook_events(a, "StatusLine", payload, AT)) == []
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [{"context_window": {"used_percentage": 3}}, {"context": "lots"}, {"context": 1.5}, {}],
+)
+def test_a_status_line_volee_cannot_read_is_refused(payload: dict[str, object]) -> None:
+    with pytest.raises(PayloadError, match="status line volee cannot read"):
+        hook_events(agent(), "StatusLine", payload, AT)
+
+
+def test_a_new_prompt_clears_the_last_turns_activity() -> None:
+    payload = sample("claude-hook-UserPromptSubmit")
+    done = agent(state=AgentState.DONE, sessions=(payload["session_id"],))
+    a = replace(done, activity="Bash: ls")
+    assert activities(hook_events(a, "UserPromptSubmit", payload, AT)) == [""]

@@ -136,6 +136,12 @@ def _main(argv: list[str]) -> int:
             "volee did not read it and records it as rejected",
             file=sys.stderr,
         )
+    return hand_over(event, data, received_at, MAX_PAYLOAD if too_large else 0)
+
+
+def hand_over(event: str, data: bytes, received_at: float, too_large: int = 0) -> int:
+    """Send one payload to the daemon, else spool it; 0, or 1 when it was kept nowhere
+    (the status-line wrapper, ``statusline.py``, hands its payloads over here too)."""
     env = os.environ
     params: dict[str, object] = {
         "event": event,
@@ -149,7 +155,7 @@ def _main(argv: list[str]) -> int:
         "received_at": received_at,
     }
     if too_large:
-        params["too_large"] = MAX_PAYLOAD
+        params["too_large"] = too_large
     socket_path = env.get("VOLEE_SOCKET")
     spool = env.get("VOLEE_SPOOL")
     failure: object = None

@@ -41,6 +41,7 @@ from .screens import Screens
 log = logging.getLogger(__name__)
 
 HOOKSHIM = Path(__file__).resolve().parents[1] / "cli" / "hookshim.py"
+STATUSLINE = HOOKSHIM.with_name("statusline.py")
 MCP_RELAY = Path(__file__).resolve().parents[1] / "mcp" / "relay.py"
 
 GONE_CHECKS = 40
@@ -77,6 +78,7 @@ class AgentHosts:
         # The MCP server a harness starts is a relay of the same kind (3 MiB, not 60 MB):
         # the daemon serves every agent's MCP session (daemon/mcphub.py).
         self.mcp_cmd: tuple[str, ...] = (sys.executable, "-I", "-S", str(MCP_RELAY))
+        self.statusline_cmd: tuple[str, ...] = (sys.executable, "-I", "-S", str(STATUSLINE))
         # VOLEE_CLAUDE_BIN, VOLEE_CODEX_BIN, VOLEE_PI_BIN: the harness executables to use.
         self.binaries: dict[str, str] = {
             h: os.environ[f"VOLEE_{h.upper()}_BIN"]
@@ -133,6 +135,7 @@ class AgentHosts:
             binary=self.binaries.get(harness),
             hook=self.hook_cmd,
             mcp=self.mcp_cmd,
+            statusline=self.statusline_cmd,
         )
 
     def agent_env(self, agent: Agent, plan: LaunchPlan) -> dict[str, str]:

@@ -39,6 +39,10 @@ def agent_view(agent: Agent, registry: Registry | None = None) -> dict[str, Any]
         "pid": agent.pid,
         "restart": to_builtins(restart) if restart else None,
         "model": agent.model,
+        # The share of its context window its conversation uses (0..1), and its cost so far
+        # in US dollars, as its harness last said (None: not known).
+        "context": agent.context_share,
+        "cost_usd": agent.cost_usd,
         "request": request_view(agent.request),
         "project": project_view(agent),
         "waiting_since": agent.request.at if agent.request is not None else None,

@@ -60,6 +60,47 @@ def hooks_settings(hook: tuple[str, ...]) -> dict[str, Any]:
     return {"hooks": hooks}
 
 
+def own_status_line(cwd: str, env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The person's own ``statusLine`` setting, as Claude Code would pick it for ``cwd``
+    (the project's local settings, then the project's, then their own), or None.
+
+    volee's ``--settings`` outranks all three, so volee's wrapper runs this one itself
+    (docs/context.md).  An unreadable file is skipped, like Claude Code does.
+    """
+    candidates = [
+        Path(cwd) / ".claude" / "settings.local.json",
+        Path(cwd) / ".claude" / "settings.json",
+        config_dir(env) / "settings.json",
+    ]
+    for path in candidates:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        line = data.get("statusLine") if isinstance(data, dict) else None
+        if isinstance(line, dict) and line.get("type") == "command":
+            command = line.get("command")
+            if isinstance(command, str) and command.strip():
+                return line
+    return None
+
+
+def status_line(
+    wrapper: tuple[str, ...], state: str, own: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """volee's ``statusLine`` setting: the wrapper, given its state file and the person's
+    own command (kept with its padding and refresh interval)."""
+    argv = [*wrapper, state]
+    line: dict[str, Any] = {"type": "command"}
+    if own is not None:
+        argv.append(str(own["command"]))
+        for key in ("padding", "refreshInterval"):
+            if key in own:
+                line[key] = own[key]
+    line["command"] = " ".join(shlex.quote(part) for part in argv)
+    return line
+
+
 MCP_SERVER = "volee"
 #: Transcript line types that are the conversation (the rest is metadata: mode, title...).
 CONVERSATION_TYPES = frozenset({"user", "assistant"})
@@ -142,6 +183,10 @@ class ClaudeProfile:
         document = hooks_settings(ctx.hook_argv)
         # volee's own tools never wait for a permission prompt.
         document["permissions"] = {"allow": [f"mcp__{MCP_SERVER}"]}
+        if ctx.statusline:
+            own = own_status_line(settings.cwd, settings.env)
+            state = f"{ctx.files_dir}/statusline.last"
+            document["statusLine"] = status_line(ctx.statusline, state, own)
         files = {
             settings_path: json.dumps(document, indent=2),
             mcp_path: json.dumps(mcp_config(ctx.mcp_argv, agent_id), indent=2),
@@ -192,8 +237,33 @@ def tool_activity(payload: dict[str, Any]) -> str:
     return name
 
 
+STATUS_LINE = "StatusLine"  # what volee's status-line wrapper hands over (cli/statusline.py)
+
+
+def status_line_events(agent: Agent, payload: dict[str, Any], at: float) -> list[Event]:
+    """``context-used`` from what volee's status-line wrapper read in Claude Code's status-line
+    input (``context``: 0..1, ``cost_usd``), only when the share or the cost changed.  A payload
+    without them (the wrapper hands an unreadable one over once) is refused, so it is logged
+    and kept in ``rejected/``, and changes nothing."""
+    share = payload.get("context")
+    cost = payload.get("cost_usd")
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+        keys = ", ".join(sorted(str(k) for k in payload)[:12])
+        raise PayloadError(
+            "a status line volee cannot read (no context window share; Claude Code's "
+            f"status-line input may have changed): keys {keys or 'none'}"
+        )
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 <= cost < 1e9:
+        cost = None
+    if share == agent.context_share and (cost is None or cost == agent.cost_usd):
+        return []
+    return [ev.ContextUsed(at=at, agent=agent.id, share=float(share), cost_usd=cost)]
+
+
 def hook_events(agent: Agent, hook: str, payload: dict[str, Any], at: float) -> list[Event]:
     """The events a Claude Code hook means for ``agent`` (pure)."""
+    if hook == STATUS_LINE:
+        return status_line_events(agent, payload, at)
     return claude_style_events(agent, hook, payload, at, left=LEFT_BY_PERSON, product="Claude Code")
 
 
@@ -245,6 +315,9 @@ def claude_style_events(
             state(AgentState.IDLE)
     elif hook == "UserPromptSubmit":
         state(AgentState.WORKING)
+        if agent.activity:
+            # The activity line belongs to the turn: a new prompt starts with none.
+            out.append(ev.ActivityRecorded(at=at, agent=a, activity=""))
     elif hook == "PreToolUse" and tool_name in QUESTION_TOOLS and tool_input is not None:
         # AskUserQuestion shows its options as soon as it starts: the agent waits for you.
         asks(question_request(a, at, tool_input, tool=tool_name), f"question: {tool_name}")

@@ -1,0 +1,79 @@
+"""The REAL Claude Code's status line tells volee its context share and cost, while the
+person's own status line still shows (against the fake Anthropic API, whose usage grows with
+the conversation as the real one does)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import polling
+from tests.e2e.agents_rig import Volee
+from tests.fakes.fake_anthropic import FakeAnthropic
+from tests.fakes.harness_env import Sandbox, claude_env
+
+pytestmark = [pytest.mark.e2e, pytest.mark.claude, pytest.mark.timeout(90)]
+
+OWN_LINE = "MY-OWN-STATUS-LINE"
+
+
+@pytest.fixture
+def volee(
+    real_claude: Path, real_sandbox: Sandbox, real_fake_anthropic: FakeAnthropic
+) -> Iterator[Volee]:
+    env = claude_env(real_sandbox.home, real_fake_anthropic.port, real_sandbox.project)
+    env["VOLEE_CLAUDE_BIN"] = str(real_claude)
+    # The person's own status line, in their own settings: it reads the same input.
+    seen = real_sandbox.home / "own-status-input.json"
+    settings = real_sandbox.home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    command = f"cat > {seen}; printf '{OWN_LINE}'"
+    settings.write_text(json.dumps({"statusLine": {"type": "command", "command": command}}))
+    rig = Volee(real_sandbox.root / "vh", env)
+    rig.start()
+    yield rig
+    rig.close()
+
+
+def test_the_context_share_moves_as_the_conversation_grows(
+    volee: Volee, real_sandbox: Sandbox
+) -> None:
+    project = real_sandbox.project
+    volee.cli(
+        "spawn",
+        "--cwd",
+        str(project),
+        "--name",
+        "ctx",
+        "--permission-mode",
+        "bypassPermissions",
+        "--",
+        "RUN: echo one > one.txt",
+    ).stdout.strip()
+    volee.wait_state("ctx", "done", timeout=40)
+    first = volee.wait(
+        "ctx", lambda a: bool(a.get("context")), "a context share from the status line", 30
+    )
+    assert 0 < first["context"] < 1
+    assert first["cost_usd"] is not None
+    assert first["cost_usd"] >= 0
+
+    # A long message: every request after it holds it, so the window fills further.
+    filler = " ".join(f"word{i}" for i in range(4000))
+    volee.cli("send", "ctx", f"RUN: echo {filler} > two.txt")
+    polling.wait_until(lambda: (project / "two.txt").exists(), timeout=40, what="the 2nd turn")
+    grown = volee.wait(
+        "ctx",
+        lambda a: (a.get("context") or 0) > first["context"],
+        "a larger context share",
+        40,
+    )
+    print(f"context share: {first['context']:.2f} -> {grown['context']:.2f}")
+
+    # The person's own status line still ran, on the same input, and is what shows.
+    seen = json.loads((real_sandbox.home / "own-status-input.json").read_text())
+    assert "context_window" in seen
+    assert OWN_LINE in volee.cli("output", "ctx").stdout  # the rendered screen
