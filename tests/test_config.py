@@ -70,7 +70,7 @@ def test_missing_file_gives_defaults_and_no_problem(cfg: Path) -> None:
 
 def test_defaults_are_the_architecture_pages(cfg: Path) -> None:
     c = Config()
-    assert c.agents == AgentsConfig(True, True, (1.0, 5.0, 15.0), 21600.0, 10)
+    assert c.agents == AgentsConfig(True, True, (1.0, 5.0, 15.0), 21600.0, 10, 0.85)
     assert c.notifications == NotificationsConfig(True, True, True, True, True)
     assert c.discovery == DiscoveryConfig(2.0, 10.0, 30.0)
     assert c.claude == ClaudeConfig("acceptEdits")
@@ -82,7 +82,21 @@ def test_defaults_are_the_architecture_pages(cfg: Path) -> None:
 
 def test_every_rule_has_a_default_and_every_default_a_rule() -> None:
     assert config_mod._defaults_match_rules()
-    assert len(known_keys()) == 16
+    assert len(known_keys()) == 17
+
+
+@pytest.mark.parametrize(("text", "share"), [("0.9", 0.9), ("90", 0.9), ('"90%"', 0.9)])
+def test_the_context_limit_is_a_share_or_a_percentage(cfg: Path, text: str, share: float) -> None:
+    result = load_config(write(cfg, f"[agents]\ncontext_limit = {text}\n"))
+    assert result.problems == []
+    assert result.config.agents.context_limit == pytest.approx(share)
+
+
+@pytest.mark.parametrize("text", ["0", "150", '"lots"', "true"])
+def test_a_context_limit_out_of_bounds_keeps_the_default(cfg: Path, text: str) -> None:
+    result = load_config(write(cfg, f"[agents]\ncontext_limit = {text}\n"))
+    assert result.problems
+    assert result.config.agents.context_limit == 0.85
 
 
 def test_config_is_frozen() -> None:

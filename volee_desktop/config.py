@@ -73,6 +73,8 @@ class AgentsConfig:
     restart_delays: tuple[float, ...] = (1.0, 5.0, 15.0)
     resume_max_age: float = 6 * 3600.0
     resume_cap_per_start: int = 10
+    # From this share of its context window an agent is marked in the list (0.85: 85 %).
+    context_limit: float = 0.85
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,23 @@ def _max_age(value: object) -> float:
     return seconds
 
 
+def _share(value: object) -> float:
+    """A share of a context window: 0.85, 85 or "85%" (all 85 %)."""
+    text = str(value).strip()
+    percent = text.endswith("%")
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        number = float(text.rstrip("%").strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError('must be a share such as 0.85, or a percentage such as "85%"') from None
+    if percent or number > 1:
+        number /= 100
+    if not 0 < number <= 1:
+        raise ValueError("must be above 0 and at most 100 %")
+    return number
+
+
 def _cap(value: object) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ValueError("must be a whole number >= 0")
@@ -220,6 +239,7 @@ _RULES: dict[str, dict[str, _Parser]] = {
         "restart_delays": _restart_delays,
         "resume_max_age": _max_age,
         "resume_cap_per_start": _cap,
+        "context_limit": _share,
     },
     "notifications": {
         "needs_input": _bool,

@@ -367,3 +367,26 @@ def test_many_events_with_the_list_grouped_are_one_rebuild(
     qtbot.wait(50)
     assert len(rebuilt) == 1
     assert sorted(panel.rows.agent_ids()) == sorted(ids)
+
+
+def test_context_share_and_cost_show_and_near_the_limit_is_marked(
+    controller: Any, world: World, qtbot: Any
+) -> None:
+    from volee_desktop.app.agent_model import AgentRole
+    from volee_desktop.app.texts import near_limit
+
+    panel = controller.panel
+    a = world.agent("big", AgentState.WORKING)
+    world.link.push(ev.ContextUsed(at=world.tick(), agent=a, share=0.9, cost_usd=1.5))
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.rows.flush()
+    index = panel.rows.index(panel.rows.row_of(a), 0)
+    assert "context 90 % · $1.50" in index.data(Qt.ItemDataRole.ToolTipRole)
+    agent = index.data(AgentRole)
+    assert near_limit(agent, panel.delegate.context_limit)
+    assert panel.delegate.context_limit == 0.85
+    assert not near_limit(agent, 0.95)
+    for compact in (False, True):
+        panel.set_compact(compact)
+        assert not panel.view.grab().isNull()

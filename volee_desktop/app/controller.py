@@ -458,6 +458,7 @@ class AppController(QObject):
         from volee_desktop.config import load_config
 
         loaded = load_config(self.options.config_path)
+        self.panel.delegate.context_limit = loaded.config.agents.context_limit
         n = loaded.config.notifications
         self.notifications.set_settings(
             NotifySettings(

@@ -53,9 +53,8 @@ def context_text(agent: Agent) -> str:
     if agent.context_share is None:
         return ""
     text = f"context {round(agent.context_share * 100)} %"
-    cost = getattr(agent, "cost_usd", None)
-    if cost is not None:
-        text += f" · ${cost:.2f}"
+    if agent.cost_usd is not None:
+        text += f" · ${agent.cost_usd:.2f}"
     return text
 
 
@@ -186,6 +185,8 @@ def tooltip_text(agent: Agent, now: float) -> str:
     folder = agent.worktree or agent.cwd
     if folder:
         lines.append(folder + (f" ({agent.branch})" if agent.branch else ""))
+    if agent.context_share is not None:
+        lines.append(context_text(agent))
     lines.extend(markers(agent))
     return "\n".join(lines)
 
