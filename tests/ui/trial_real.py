@@ -179,9 +179,17 @@ def main() -> int:
         print("screenshot", out / "5-agent-window.png")
         print("volee output:\n" + volee("output", str(last["name"])))
         desk.run("xdotool", "windowunmap", wid)
+
         # Deny it from the tray menu, by keyboard: its entry, its submenu, Allow, Deny.
-        desk.click(x + iw // 2, y + ih // 2, button=3)
-        time.sleep(1.0)
+        def menu_open() -> bool:
+            shown = desk.run("xdotool", "search", "--onlyvisible", "--class", "volee").split()
+            return any(geometry(desk, w)[3] > 100 for w in shown)
+
+        for _attempt in range(3):  # a right click while a window was going may be lost
+            desk.click(x + iw // 2, y + ih // 2, button=3)
+            time.sleep(1.0)
+            if menu_open():
+                break
         for key in ("Down", "Right", "Down"):
             desk.run("xdotool", "key", key)
             time.sleep(0.4)
