@@ -11,7 +11,12 @@
    10 live agents: CPU over ``--idle-seconds`` (target <= 0.2 % of one core), counting
    the children it reaped and its live descendants (bench/counting.py), and wake-ups
    per second (voluntary context switches).
-3. Its RSS with 10 agents and with 500 (list open); targets 100 / 160 MiB.
+3. Its RSS with 10 agents and with 500 (list open); targets 100 / 160 MiB; its children's
+   RSS counted too (it starts none today).
+4. The list for many agents (in-process, offscreen): time to open it (show, lay out, paint)
+   with 60 and 500 agents across 4 projects, in each mode (target < 200 ms at 500), and
+   time to apply a burst of 1,000 events with it open and grouped by project (until the
+   rows are rebuilt and painted).  ``--list-only`` runs only these.
 """
 
 from __future__ import annotations
@@ -133,6 +138,80 @@ def latency(events: int, rate: float, over_ipc: bool) -> list[float]:
     return got
 
 
+def list_figures() -> dict[str, float]:
+    """Milliseconds to open the list (60 and 500 agents, each mode) and to apply a burst."""
+    from PySide6.QtWidgets import QApplication
+
+    from volee_desktop.app.agent_model import AgentListModel
+    from volee_desktop.app.list_rows import Grouping
+    from volee_desktop.app.live import LiveRegistry
+    from volee_desktop.app.panel import AgentPanel
+
+    app = QApplication.instance() or QApplication([])
+    out: dict[str, float] = {}
+    for n in (60, 500):
+        link = FakeDaemonLink()
+        world = World(link)
+        world.t = time.time() - 3600
+        live = LiveRegistry()
+        model = AgentListModel()
+        live.observe(model)
+        link.listener = live
+        ids = [
+            world.agent(
+                f"agent-{i:03d}", STATES[i % 4], "Bash: pytest -q tests/", cwd=f"/src/p{i % 4}"
+            )
+            for i in range(n)
+        ]
+        panel = AgentPanel(model, popup=False, prefs_path=None)
+        app.processEvents()
+        for grouping in (Grouping.NONE, Grouping.PROJECT):
+            for compact in (False, True):
+                panel.set_grouping(grouping)
+                panel.set_compact(compact)
+                app.processEvents()
+                times = []
+                for _ in range(5):
+                    t0 = time.perf_counter()
+                    panel.show_near(None)
+                    app.processEvents()  # lay out and paint
+                    panel.view.viewport().repaint()
+                    times.append((time.perf_counter() - t0) * 1000)
+                    panel.hide()
+                    app.processEvents()
+                key = f"open_{n}_{grouping.value}_{'compact' if compact else 'full'}_ms"
+                out[key] = statistics.median(times)
+                out[key.replace("open_", "first_")] = times[0]
+        if n == 500:
+            panel.set_grouping(Grouping.PROJECT)
+            panel.set_compact(False)
+            panel.show_near(None)
+            app.processEvents()
+            painted: list[float] = []
+            t0 = time.perf_counter()
+            for i in range(1000):
+                agent = ids[(i * 7) % n]
+                if i % 2:
+                    link.push(
+                        ev.ActivityRecorded(at=world.tick(0.01), agent=agent, activity=f"Bash: {i}")
+                    )
+                else:
+                    state = STATES[i % 4]
+                    link.push(
+                        ev.StateChanged(at=world.tick(0.01), agent=agent, state=state, detail="x")
+                    )
+            pushed = time.perf_counter()
+            app.processEvents()  # the one rebuild, then the paint
+            panel.view.viewport().repaint()
+            painted.append(time.perf_counter())
+            out["burst_1000_grouped_ms"] = (painted[0] - t0) * 1000
+            out["burst_1000_apply_ms"] = (pushed - t0) * 1000
+            panel.hide()
+        panel.deleteLater()
+        app.processEvents()
+    return out
+
+
 def push(socket: Path, events: list[ev.Event]) -> None:
     with Client.connect(socket) as client:
         for i in range(0, len(events), 200):
@@ -186,6 +265,9 @@ def app_process(idle_seconds: float) -> dict[str, float]:
         push(socket, [e for _, e in scratch.log])
         time.sleep(2.0)  # let it apply and paint, then measure
         out["rss_500_mib"] = proc.memory_info().rss / MiB
+        out["children_rss_mib"] = (
+            sum(c.memory_info().rss for c in proc.children(recursive=True)) / MiB
+        )
         if desk is not None:
             icon = desk.tray_icon()
             if icon is not None:
@@ -281,7 +363,27 @@ def main() -> None:
     parser.add_argument(
         "--real-daemon", action="store_true", help="also: the real daemon embedded, 10 sleepers"
     )
+    parser.add_argument("--list-only", action="store_true", help="only the list's figures")
     args = parser.parse_args()
+
+    lists = list_figures()
+    print("the list (in-process, offscreen; median of 5 openings):")
+    for n in (60, 500):
+        cells = "  ".join(
+            f"{g}/{m} {lists[f'open_{n}_{g}_{m}_ms']:6.1f} ms"
+            for g in ("none", "project")
+            for m in ("full", "compact")
+        )
+        print(f"  open with {n:3d} agents: {cells}" + ("  (< 200 at 500)" if n == 500 else ""))
+        first = max(v for k, v in lists.items() if k.startswith(f"first_{n}_"))
+        print(f"    slowest first opening with {n} agents: {first:.1f} ms")
+    print(
+        f"  burst of 1,000 events, 500 agents, list open and grouped by project: "
+        f"{lists['burst_1000_grouped_ms']:.1f} ms to rebuilt and painted "
+        f"({lists['burst_1000_apply_ms']:.1f} ms to apply them to the model)"
+    )
+    if args.list_only:
+        return
 
     print(f"event -> list model, {args.events} events at {args.rate:g}/s over 500 agents")
     for name, over_ipc in (
@@ -302,7 +404,9 @@ def main() -> None:
     )
     print(f"  wake-ups (voluntary switches): {figures['wakeups_per_s']:.2f} /s")
     print(f"  RSS with  10 agents: {figures['rss_10_mib']:6.1f} MiB (<= 100)")
-    print(f"  RSS with 500 agents: {figures['rss_500_mib']:6.1f} MiB (<= 160)")
+    shown = " (list open as a window)" if not figures["real_tray"] else ""
+    print(f"  RSS with 500 agents{shown}: {figures['rss_500_mib']:6.1f} MiB (<= 160)")
+    print(f"  children's RSS: {figures['children_rss_mib']:.1f} MiB")
     if "rss_500_open_mib" in figures:
         print(f"  RSS with 500 agents, list open: {figures['rss_500_open_mib']:6.1f} MiB")
     if args.real_daemon:

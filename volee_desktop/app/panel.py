@@ -139,6 +139,7 @@ class AgentPanel(QWidget):
         self.prefs_path = prefs_path
         self.prefs = ListPrefs.load(prefs_path)
         self.rows = ListRows(model, self)
+        self.rows.active = False  # until shown
         self.rows.folded = set(self.prefs.folded)
         self.rows.keep = self._keep_place
         self.rows.restore = self._restore_place
@@ -827,6 +828,7 @@ class AgentPanel(QWidget):
     def showEvent(self, event: QShowEvent) -> None:
         # Opening the list starts at the most urgent agent (select() can move it after).
         self._clear_transient()
+        self.rows.set_active(True)
         self.select_most_urgent()
         # Once laid out (the view may only now have its height): keep it in sight.
         QTimer.singleShot(0, self._scroll_to_current)
@@ -839,6 +841,7 @@ class AgentPanel(QWidget):
         # A filter must not outlive the look it was typed for: it would hide agents that
         # need you at the next opening.
         self.clear_filter()
+        self.rows.set_active(False)
         self._save_prefs()
         super().hideEvent(event)
         self.hidden.emit()
