@@ -117,3 +117,28 @@ def test_a_stand_in_session_keeps_its_id_when_the_clock_jumps(
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize("seconds", [24.0, -24.0, 8 * 3600.0])
+async def test_the_daemon_adopts_its_live_hosts_after_a_clock_step(
+    monkeypatch: pytest.MonkeyPatch, seconds: float
+) -> None:
+    from tests.faults.test_host_records import _events, _kill, _launch_real_host, _working_agent
+    from volee_desktop.core import events as ev
+    from volee_desktop.daemon.main import Daemon
+    from volee_desktop.paths import dirs
+
+    agent = await _working_agent("sleeper", 1)
+    record = _launch_real_host(agent)
+    try:
+        _step_clock(monkeypatch, seconds)  # the laptop resumed, NTP stepped the clock
+        d = await Daemon.start(dirs())
+        try:
+            events = _events(d, agent)
+            assert any(isinstance(e, ev.HostAdopted) for e in events)
+            assert not any(isinstance(e, ev.InterruptionDetected) for e in events)
+            assert d.service.registry.agents[agent].state.live
+        finally:
+            await d.close()
+    finally:
+        _kill(record)
