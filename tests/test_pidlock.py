@@ -45,3 +45,20 @@ def test_a_lock_whose_holder_died_is_free(tmp_path: Path) -> None:
 def test_nothing_is_held_where_there_is_no_file(tmp_path: Path) -> None:
     assert not is_held(tmp_path / "nothing.lock")
     assert holder(tmp_path / "nothing.lock") is None
+
+
+def test_a_lock_held_in_passing_by_no_named_process_is_waited_for(tmp_path: Path) -> None:
+    """``is_held`` looking (or a holder's child not yet exec'd) must not refuse a start."""
+    import fcntl
+    import threading
+
+    path = tmp_path / "daemon.lock"
+    path.write_text("")
+    fd = os.open(path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    let_go = threading.Timer(0.1, os.close, (fd,))
+    let_go.start()
+    try:
+        PidLock(path, DaemonAlreadyRunning).acquire().release()
+    finally:
+        let_go.join()

@@ -11,8 +11,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 from types import TracebackType
+
+#: How long a lock held by no named process is waited for (seconds).
+UNNAMED_PATIENCE = 2.0
 
 
 class Held(Exception):
@@ -41,12 +45,21 @@ class PidLock:
         self._fd: int | None = None
 
     def acquire(self) -> PidLock:
-        """Take the lock, or raise ``held(pid, path)`` naming the process that holds it."""
+        """Take the lock, or raise ``held(pid, path)`` naming the process that holds it.
+
+        A lock held while its file names no one is in passing (a holder letting go whose
+        child has not exec'd yet, ``is_held`` looking, a holder about to write its pid): it
+        is tried again for up to ``UNNAMED_PATIENCE`` seconds before being refused.
+        """
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        if not _try_lock(fd):
-            os.close(fd)
-            raise self.held(holder(self.path), str(self.path))
+        deadline = time.monotonic() + UNNAMED_PATIENCE
+        while not _try_lock(fd):
+            pid = holder(self.path)
+            if pid is not None or time.monotonic() > deadline:
+                os.close(fd)
+                raise self.held(pid, str(self.path))
+            time.sleep(0.02)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
