@@ -169,7 +169,8 @@ class AgentDelegate(QStyledItemDelegate):
         left += 16
         painter.setFont(base)
         since = duration(self.clock() - agent.state_since)
-        since_w = fm.horizontalAdvance(since)
+        # A column as wide as "59 min": the context bars line up from row to row.
+        since_w = max(fm.horizontalAdvance(since), fm.horizontalAdvance("59 min"))
         painter.setPen(dim)
         painter.drawText(
             QRect(right - since_w, top, since_w, line), Qt.AlignmentFlag.AlignRight, since
@@ -183,7 +184,8 @@ class AgentDelegate(QStyledItemDelegate):
         x = left + bfm.horizontalAdvance(name) + PAD
         painter.setFont(base)
         painter.setPen(text if selected else dim)
-        shown = detail_text(agent) or state_and_detail(agent)[0]
+        # What it asks, else its detail, else what it does in this turn, else its state.
+        shown = detail_text(agent) or agent.activity or state_and_detail(agent)[0]
         detail = fm.elidedText(shown, Qt.TextElideMode.ElideMiddle, max(0, right - x))
         painter.drawText(QRect(x, top, right - x, line), Qt.AlignmentFlag.AlignLeft, detail)
 
@@ -206,7 +208,7 @@ class AgentDelegate(QStyledItemDelegate):
         # Line 1: name, markers, context share, time in state (right).
         since = "for " + duration(self.clock() - agent.state_since)
         painter.setFont(base_font)
-        since_w = fm.horizontalAdvance(since)
+        since_w = max(fm.horizontalAdvance(since), fm.horizontalAdvance("for 59 min"))
         painter.setPen(dim)
         painter.drawText(
             QRect(right - since_w, top, since_w, line), Qt.AlignmentFlag.AlignRight, since
