@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from volee_desktop.core.delivery import (
+    TidyVerdict,
     judge_change,
     tidy_check,
     tidy_verdict,
@@ -221,3 +222,76 @@ def test_judge_change_closed_pull_request() -> None:
         pull_request=PullRequest(number=7, state="closed", head=TIP),
     )
     assert judge_change(d) == (False, "pull request #7 is closed")
+
+
+# --- what a person reads: every missing condition, in words -----------------------------
+
+
+def test_a_change_that_proves_nothing_lists_every_missing_condition_in_one_reason() -> None:
+    d = evidence(merged_into_base=False, commits=0, clean=None, pushed=PushState.UNPUSHED)
+    assert judge_change(d) == (
+        False,
+        "no commits ahead of main; the tree could not be read; commits not pushed; no pull request",
+    )
+
+
+def test_a_base_branch_volee_could_not_name_is_called_the_base_branch() -> None:
+    d = evidence(merged_into_base=False, base=None, commits=0, clean=False)
+    assert judge_change(d) == (
+        False,
+        "no commits ahead of the base branch; uncommitted changes in the tree; no pull request",
+    )
+    merged = evidence(base=None)
+    assert judge_change(merged) == (True, "merged into the base branch")
+    assert judge_change(evidence()) == (True, "merged into main")
+
+
+def test_pull_requests_volee_cannot_read_say_how_to_let_it_read_them() -> None:
+    d = evidence(merged_into_base=False, commits=1, pull_request_known=False)
+    assert judge_change(d) == (
+        False,
+        "pull request unknown (volee reads pull requests on GitHub with a token stored in "
+        "the keyring, see docs/missions.md; a branch merged into its base always counts)",
+    )
+
+
+def test_one_commit_on_a_repository_without_remote_is_delivered_as_one_commit() -> None:
+    d = evidence(merged_into_base=False, commits=1, pushed=PushState.NO_REMOTE)
+    assert judge_change(d) == (True, "1 commit, no remote, clean tree")
+
+
+def test_a_worktree_never_read_is_kept_and_says_so() -> None:
+    verdict = tidy_verdict(worker(delivery=None), None, reported=False)
+    assert verdict == TidyVerdict(
+        removable=False,
+        missing=(
+            "the tree was never read",
+            "the work is not delivered (not merged, no merged pull request, no report)",
+        ),
+    )
+
+
+def test_a_merged_worktree_with_uncommitted_changes_is_kept() -> None:
+    d = evidence(clean=False)
+    assert tidy_verdict(worker(delivery=d), d, reported=False) == TidyVerdict(
+        removable=False, missing=("uncommitted changes in the tree",)
+    )
+
+
+def test_a_worktree_outside_claude_worktrees_is_named_with_its_repository() -> None:
+    verdict = tidy_check(worker(worktree="/tmp/x"), reported=False)
+    assert verdict.missing == (f"the worktree is not under {REPO}/.claude/worktrees/",)
+    unknown = tidy_check(worker(repo=None), reported=False)
+    assert unknown.missing == ("the worktree is not under <repo>/.claude/worktrees/",)
+
+
+def test_evidence_read_at_the_very_moment_of_the_last_change_is_fresh_enough_to_tidy() -> None:
+    d = evidence(checked_at=T0 + 5)
+    assert tidy_check(worker(delivery=d, state_since=T0 + 5), reported=False).removable
+    assert tidy_check(worker(activity_at=T0 + 10), reported=False).removable
+
+
+def test_a_reported_worktree_may_be_tidied_without_a_merge() -> None:
+    d = evidence(merged_into_base=False, commits=2)
+    assert tidy_check(worker(delivery=d), reported=True).removable
+    assert not tidy_check(worker(delivery=d), reported=False).removable

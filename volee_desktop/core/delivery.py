@@ -43,7 +43,7 @@ def delivered_by_merge(d: Delivery) -> str | None:
 
 def _pull_request_problem(d: Delivery) -> str | None:
     pr = d.pull_request_at_tip
-    if pr is not None and pr.state in ("open", "merged"):
+    if pr is not None and pr.state == "open":  # a merged one at the tip is delivered by merge
         return None
     if not d.pull_request_known:
         return (
@@ -149,7 +149,7 @@ def tidy_check(agent: Agent, reported: bool) -> TidyVerdict:
     if not under_worktrees(agent.repo, agent.worktree):
         missing.append(f"the worktree is not under {agent.repo or '<repo>'}/.claude/worktrees/")
     delivery = agent.delivery
-    last_change = max(agent.state_since, agent.activity_at or 0.0)
+    last_change = max(agent.state_since, agent.activity_at or agent.state_since)
     if delivery is None:
         missing.append("no delivery evidence was read")
     elif delivery.checked_at < last_change:
