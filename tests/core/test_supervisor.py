@@ -22,9 +22,9 @@ from volee_desktop.core.model import (
 )
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import AgentState
-from volee_desktop.core.supervisor import Decision, supervise
+from volee_desktop.core.supervisor import Decision, Notice, supervise
 
-from .support import M1, T0, agent_id, given, message_id, registered, state, thread_id
+from .support import M1, M2, T0, agent_id, given, message_id, registered, state, thread_id
 
 C, W1, W2 = agent_id(1), agent_id(2), agent_id(3)
 MT = thread_id(7)
@@ -587,3 +587,289 @@ def test_an_agent_that_joined_is_never_judged_as_a_worker() -> None:
     run(registry)
     assert verdict(registry, W2) is None
     assert registry.agents[W2].mission == M1
+
+
+# --- who and what counts ------------------------------------------------------------------
+
+
+def test_a_closed_or_cancelled_mission_is_no_longer_supervised() -> None:
+    for ended in (MissionStatus.CLOSED, MissionStatus.CANCELLED):
+        registry = apply(
+            mission_with(W1, W2),
+            *worked_then(W1, AgentState.FAILED),
+            ev.MissionUpdated(at=T0 + 11, mission=M1, status=ended),
+        )
+        assert not supervise(registry, M1, T0 + 30)
+        assert verdict(registry, W1) is None
+
+
+def test_a_coordinator_not_yet_recorded_on_its_mission_is_never_judged_as_a_worker() -> None:
+    registry = mission_with(W1, coordinator=False)
+    apply(
+        registry,
+        registered(C, "coord", role=Role.COORDINATOR, mission=M1),
+        *worked_then(C, AgentState.FAILED),
+    )
+    decision = run(registry)
+    assert not [e for e in decision.events if isinstance(e, ev.WorkerAssessed)]
+    assert registry.missions[M1].coordinator == C
+
+
+def test_one_worker_with_nothing_new_does_not_stop_the_judging_of_the_workers_after_it() -> None:
+    registry = apply(
+        mission_with(W1, W2),
+        state(W1, AgentState.WORKING, at=T0 + 1),
+        *worked_then(W2, AgentState.FAILED),
+    )
+    run(registry)
+    assert verdict(registry, W1) is None
+    assert verdict(registry, W2) is Verdict.FAILED
+
+
+def test_a_worker_that_fails_before_it_ever_worked_is_judged_failed() -> None:
+    # A launch that failed (a bad flag, a missing login) never reaches working.
+    registry = apply(mission_with(W1), state(W1, AgentState.FAILED, at=T0 + 1, detail="no login"))
+    run(registry)
+    assert registry.missions[M1].assessments[W1].reason == "no login"
+    assert verdict(registry, W1) is Verdict.FAILED
+
+
+@pytest.mark.parametrize(
+    ("final", "reason"),
+    [
+        (AgentState.NEEDS_INPUT, "waits for a person"),
+        (AgentState.FAILED, "failed"),
+        (AgentState.LOST, "volee cannot find it any more"),
+    ],
+)
+def test_a_verdict_has_a_reason_even_when_the_agent_said_nothing(
+    final: AgentState, reason: str
+) -> None:
+    registry = apply(mission_with(W1), *worked_then(W1, final))
+    decision = run(registry)
+    assert registry.missions[M1].assessments[W1].reason == reason
+    assert decision.notices[0].body.endswith(f"— {reason}")
+
+
+def test_a_verdict_notice_names_the_worker_and_refers_to_it() -> None:
+    registry = apply(mission_with(W1), *worked_then(W1, AgentState.FAILED, at=T0 + 10))
+    decision = run(registry)
+    assert decision.notices == [
+        Notice((C, HUMAN), f"worker worker-1 ({W1}): failed — failed", (W1,))
+    ]
+
+
+def test_without_a_coordinator_the_person_hears_every_verdict() -> None:
+    registry = apply(
+        mission_with(W1, coordinator=False),
+        *worked_then(W1, AgentState.DONE),
+        evidence(W1, delivered_evidence(commits=0, unmerged_tip=None, pull_request=None)),
+    )
+    decision = run(registry)
+    assert verdict(registry, W1) is Verdict.NOT_DELIVERED
+    assert [n.recipients for n in decision.notices] == [(HUMAN,)]
+
+
+def test_a_change_verdict_keeps_the_evidence_it_was_judged_on() -> None:
+    d = delivered_evidence()
+    registry = apply(mission_with(W1), *worked_then(W1, AgentState.DONE), evidence(W1, d))
+    decision = run(registry)
+    assessed = [e for e in decision.events if isinstance(e, ev.WorkerAssessed)]
+    assert [e.evidence for e in assessed] == [d]
+    assert registry.missions[M1].assessments[W1].evidence == d
+
+
+def test_an_analysis_verdict_keeps_no_branch_evidence() -> None:
+    registry = apply(
+        mission_with(W1, kind=MissionKind.ANALYSIS),
+        _report(W1),
+        *worked_then(W1, AgentState.DONE),
+        evidence(W1, delivered_evidence()),
+    )
+    run(registry)
+    assessment = registry.missions[M1].assessments[W1]
+    assert (assessment.verdict, assessment.evidence) == (Verdict.DELIVERED, None)
+
+
+def test_the_supervisors_events_are_stamped_at_its_round() -> None:
+    registry = mission_with(coordinator=False)
+    apply(registry, registered(C, "coord", role=Role.COORDINATOR, mission=M1))
+    for w in (W1, W2):
+        apply(
+            registry,
+            registered(w, f"w-{w[-2:]}", role=Role.WORKER, mission=M1),
+            *worked_then(w, AgentState.DONE),
+            evidence(w, delivered_evidence()),
+        )
+    decision = run(registry, T0 + 33)
+    assert len(decision.events) == 4  # coordinator, two verdicts, reporting
+    assert {e.at for e in decision.events} == {T0 + 33}
+
+
+# --- analysis reports ----------------------------------------------------------------------
+
+
+def _analysis(*extra: ev.Event) -> Registry:
+    registry = apply(
+        mission_with(W1, W2, kind=MissionKind.ANALYSIS),
+        ev.ThreadOpened(at=T0, thread=thread_id(8), kind=ThreadKind.DIRECT),
+        ev.MissionCreated(at=T0, mission=M2, goal="other", kind=MissionKind.ANALYSIS),
+        ev.ThreadOpened(at=T0, thread=thread_id(9), kind=ThreadKind.MISSION, mission=M2),
+        *extra,
+    )
+    apply(registry, *worked_then(W1, AgentState.DONE, at=T0 + 20))
+    return registry
+
+
+def test_a_report_by_another_agent_or_in_another_thread_is_not_a_workers_delivery() -> None:
+    registry = _analysis(
+        _report(W2, 1),  # another worker's report
+        _report(W1, 2, thread=thread_id(8)),  # a direct thread, no mission
+        _report(W1, 3, thread=thread_id(9)),  # another mission's thread
+    )
+    run(registry)
+    assessment = registry.missions[M1].assessments[W1]
+    assert (assessment.verdict, assessment.reason) == (
+        Verdict.NOT_DELIVERED,
+        "no report message yet",
+    )
+
+
+def test_a_plain_message_of_the_worker_is_not_its_report() -> None:
+    registry = _analysis(replace(_report(W1), kind=MessageKind.TEXT))
+    run(registry)
+    assert verdict(registry, W1) is Verdict.NOT_DELIVERED
+
+
+def test_the_workers_latest_report_counts_among_any_other_messages() -> None:
+    second_thread = thread_id(10)
+    registry = _analysis(
+        _report(W2, 1),
+        _report(W1, 2, thread=thread_id(8)),
+        ev.ThreadOpened(at=T0, thread=second_thread, kind=ThreadKind.MISSION, mission=M1),
+        _report(W1, 3),
+        replace(_report(W1, 4, thread=second_thread), at=T0 + 12),  # any thread of the mission
+        _report(W1, 5),
+    )
+    run(registry)
+    assessment = registry.missions[M1].assessments[W1]
+    assert (assessment.verdict, assessment.reason) == (
+        Verdict.DELIVERED,
+        f"reported ({message_id(4)})",
+    )
+
+
+# --- the mission's own steps ---------------------------------------------------------------
+
+
+def test_reporting_says_why_and_asks_the_coordinator_for_its_report_with_the_tool() -> None:
+    registry = delivered_mission(W1)
+    decision = run(registry)
+    assert registry.missions[M1].reason == "every worker delivered"
+    assert decision.notices[-1] == Notice(
+        (C,),
+        "Every worker delivered. Check their work, then present your report to the human with "
+        "the volee tool present_report (a question with the approving option).",
+    )
+
+
+def test_the_report_no_longer_stands_names_every_worker_it_misses() -> None:
+    w3, w4 = agent_id(4), agent_id(5)
+    registry = delivered_mission(W1, W2)
+    run(registry)
+    present(registry)
+    apply(
+        registry,
+        registered(w3, "late-1", at=T0 + 40, role=Role.WORKER, mission=M1),
+        registered(w4, "late-2", at=T0 + 41, role=Role.WORKER, mission=M1),
+        state(W1, AgentState.FAILED, at=T0 + 42),
+        state(W2, AgentState.FAILED, at=T0 + 42),
+    )
+    decision = run(registry, T0 + 50)
+    reason = "worker-1, worker-2 no longer delivered; late-1, late-2 have no verdict yet"
+    assert registry.missions[M1].reason == reason
+    assert decision.notices[-1] == Notice(
+        (C, HUMAN), f"{reason}: the report no longer stands; the mission runs again"
+    )
+
+
+def test_a_delivered_worker_whose_new_evidence_still_proves_it_keeps_the_report_standing() -> None:
+    registry = delivered_mission(W1)
+    run(registry)
+    apply(
+        registry,
+        state(W1, AgentState.WORKING, at=T0 + 40),
+        state(W1, AgentState.DONE, at=T0 + 45),
+        evidence(W1, delivered_evidence(commits=3, checked_at=T0 + 46), at=T0 + 46),
+    )
+    decision = run(registry, T0 + 50)
+    assert registry.missions[M1].assessments[W1].reason.startswith("3 commits")
+    assert registry.missions[M1].status is MissionStatus.REPORTING
+    assert [type(e) for e in decision.events] == [ev.WorkerAssessed]
+
+
+def test_an_approval_is_told_to_the_coordinator_with_the_answer_it_refers_to() -> None:
+    registry, report = awaiting()
+    answer(registry, report, 60, "approve")
+    decision = run(registry, T0 + 70)
+    assert registry.missions[M1].reason == "the human chose 'approve'"
+    assert decision.notices == [Notice((C,), "The human approved your report.", (message_id(60),))]
+
+
+@pytest.mark.parametrize(
+    ("chosen", "body", "said"),
+    [("revise", "", "revise"), (None, "", "(no text)"), ("revise", "add tests", "add tests")],
+)
+def test_a_refusal_is_told_in_the_persons_words_with_the_answer_it_refers_to(
+    chosen: str | None, body: str, said: str
+) -> None:
+    registry, report = awaiting()
+    apply(
+        registry,
+        ev.MessagePosted(
+            at=T0 + 60,
+            message=message_id(60),
+            thread=MT,
+            sender=HUMAN,
+            recipients=(C,),
+            kind=MessageKind.ANSWER,
+            body=body,
+            reply_to=report,
+            chosen=chosen,
+        ),
+    )
+    decision = run(registry, T0 + 70)
+    assert registry.missions[M1].reason == f"the human answered: {said}"
+    assert decision.notices == [
+        Notice((C,), f"The human did not approve your report: {said}", (message_id(60),))
+    ]
+
+
+def test_an_approved_change_closes_as_approved_and_merged() -> None:
+    registry, report = awaiting()
+    answer(registry, report, 60, "approve")
+    run(registry, T0 + 70)
+    merged = delivered_evidence(commits=0, merged_into_base=True, checked_at=T0 + 80)
+    apply(registry, evidence(W1, merged, at=T0 + 80))
+    decision = run(registry, T0 + 81)
+    assert registry.missions[M1].reason == "approved and merged"
+    assert decision.notices[-1] == Notice((C, HUMAN), "The mission is closed.")
+    assert {e.at for e in decision.events} == {T0 + 81}
+
+
+def test_one_call_that_approves_then_closes_returns_both_steps() -> None:
+    registry = apply(
+        mission_with(W1, kind=MissionKind.ANALYSIS), _report(W1), *worked_then(W1, AgentState.DONE)
+    )
+    run(registry)
+    report = present(registry)
+    answer(registry, report, 60, "approve")
+    decision = run(registry, T0 + 70)
+    statuses = [e.status for e in decision.events if isinstance(e, ev.MissionUpdated)]
+    assert statuses == [MissionStatus.APPROVED, MissionStatus.CLOSED]
+    assert [n.body for n in decision.notices] == [
+        "The human approved your report.",
+        "The mission is closed.",
+    ]
+    assert registry.missions[M1].reason == "approved"
+    assert {e.at for e in decision.events} == {T0 + 70}

@@ -17,7 +17,6 @@ from .delivery import delivered_by_merge, evidence_fresh, judge_change
 from .model import (
     HUMAN,
     Agent,
-    Assessment,
     MessageKind,
     Mission,
     MissionKind,
@@ -72,16 +71,19 @@ def workers_of(registry: Registry, mission: Mission) -> list[Agent]:
 
 def reported(registry: Registry, mission: Mission, agent_id: str) -> str | None:
     """The id of the latest report message the agent posted for the mission, if any."""
-    best: tuple[float, str] | None = None
-    for message in registry.messages.values():
-        if message.sender != agent_id or message.kind is not MessageKind.REPORT:
-            continue
-        thread = registry.threads.get(message.thread)
-        if thread is None or (thread.mission != mission.id and thread.id != mission.thread):
-            continue
-        if best is None or (message.at, message.id) > best:
-            best = (message.at, message.id)
-    return best[1] if best else None
+    reports = [
+        (message.at, message.id)
+        for message in registry.messages.values()
+        if message.sender == agent_id
+        and message.kind is MessageKind.REPORT
+        and _in_mission(registry, mission, message.thread)
+    ]
+    return max(reports)[1] if reports else None
+
+
+def _in_mission(registry: Registry, mission: Mission, thread_id: str) -> bool:
+    thread = registry.threads.get(thread_id)
+    return thread is not None and (thread.mission == mission.id or thread.id == mission.thread)
 
 
 def assess(registry: Registry, mission: Mission, agent: Agent) -> tuple[Verdict, str] | None:
@@ -162,14 +164,16 @@ def _step(registry: Registry, mission_id: str, now: float) -> Decision:
     both: tuple[str, ...] = (coordinator, HUMAN) if coordinator else (HUMAN,)
 
     workers = workers_of(registry, mission)
-    current: dict[str, Assessment | None] = {w.id: mission.assessments.get(w.id) for w in workers}
+    # Each worker's verdict once this step's assessments are recorded (None: none yet).
+    current: dict[str, Verdict | None] = {}
     newly_not_delivered: list[str] = []
     for worker in workers:
+        old = mission.assessments.get(worker.id)
+        current[worker.id] = old.verdict if old is not None else None
         verdict = assess(registry, mission, worker)
         if verdict is None:
             continue  # keeps its last verdict (a delivered worker that works again stays so)
         kind, reason = verdict
-        old = current[worker.id]
         if old is not None and old.verdict is kind and old.reason == reason:
             continue
         evidence = worker.delivery if mission.kind is MissionKind.CHANGE else None
@@ -183,7 +187,7 @@ def _step(registry: Registry, mission_id: str, now: float) -> Decision:
                 evidence=evidence,
             )
         )
-        current[worker.id] = Assessment(verdict=kind, reason=reason, at=now, evidence=evidence)
+        current[worker.id] = kind
         told = both if kind in (Verdict.FAILED, Verdict.LOST) else lead
         notices.append(
             Notice(told, f"worker {worker.name} ({worker.id}): {kind} — {reason}", (worker.id,))
@@ -192,9 +196,7 @@ def _step(registry: Registry, mission_id: str, now: float) -> Decision:
             newly_not_delivered.append(worker.name)
 
     status = mission.status
-    all_delivered = bool(workers) and all(
-        a is not None and a.verdict is Verdict.DELIVERED for a in current.values()
-    )
+    all_delivered = bool(workers) and all(v is Verdict.DELIVERED for v in current.values())
 
     # A worker with no verdict at all (spawned after the others delivered) stops the report
     # standing too: reporting needs every worker delivered (seed 002).
@@ -229,7 +231,7 @@ def _step(registry: Registry, mission_id: str, now: float) -> Decision:
                 mission=mission.id,
                 status=MissionStatus.REPORTING,
                 reason="every worker delivered",
-                report_requested=True if not mission.report_requested else None,
+                report_requested=True,
             )
         )
         if not mission.report_requested:
