@@ -788,6 +788,7 @@ def test_the_report_no_longer_stands_names_every_worker_it_misses() -> None:
     decision = run(registry, T0 + 50)
     reason = "worker-1, worker-2 no longer delivered; late-1, late-2 have no verdict yet"
     assert registry.missions[M1].reason == reason
+    assert {e.at for e in decision.events} == {T0 + 50}
     assert decision.notices[-1] == Notice(
         (C, HUMAN), f"{reason}: the report no longer stands; the mission runs again"
     )
@@ -840,6 +841,7 @@ def test_a_refusal_is_told_in_the_persons_words_with_the_answer_it_refers_to(
     )
     decision = run(registry, T0 + 70)
     assert registry.missions[M1].reason == f"the human answered: {said}"
+    assert [e.at for e in decision.events] == [T0 + 70]
     assert decision.notices == [
         Notice((C,), f"The human did not approve your report: {said}", (message_id(60),))
     ]
