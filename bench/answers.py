@@ -1,6 +1,6 @@
 """Answering the real Claude Code: hook -> notification shown, and Allow -> Claude Code has it.
 
-    .venv/bin/python bench/answers.py [--rounds 12]
+    .venv/bin/python bench/answers.py [--rounds 12] [--think 0.5]
 
 The real daemon (in-process, on the tray's qasync loop, as `volee app` embeds it), the tray's
 `AppController` subscribed over the real socket with a notification sink that records when
@@ -17,8 +17,9 @@ Printed, p50 / p99 over the rounds:
 - hook -> notification shown: from the hook shim reading the payload (the event's time,
   the shim's own clock) to the tray's sink being asked to show the notification naming
   the request;
-- Allow -> Claude Code has it: from the allow call to Claude Code's first output after the
-  key (it redraws: the dialog goes); and to its PostToolUse hook (the command ran).
+- Allow -> Claude Code has it: from the allow call (``--think`` seconds after the
+  notification, as a person reads it) to Claude Code's first output after the key (it
+  redraws: the dialog goes); and to its PostToolUse hook (the command ran).
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ def line(name: str, values: list[float]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=12)
+    parser.add_argument(
+        "--think", type=float, default=0.5, help="seconds between the notification and Allow"
+    )
     args = parser.parse_args()
     claude = find_harness("claude")
     if claude is None:
@@ -162,6 +166,9 @@ def main() -> int:
             await until(
                 lambda a=agent_id: "Do you want to proceed?" in screens.last_text(a), "the dialog"
             )
+            # A person reads the notification before clicking (volee also types no sooner
+            # than 0.3 s after it first saw the dialog: its keys would be lost).
+            await asyncio.sleep(args.think)
             outputs.clear()
             before = agent().last_progress_at
             clicked = time.time()
@@ -186,7 +193,10 @@ def main() -> int:
         ctl.close()
         fake.close()
         shutil.rmtree(root, ignore_errors=True)
-    print(f"{args.rounds} permission requests of the real Claude Code, each allowed:")
+    print(
+        f"{args.rounds} permission requests of the real Claude Code, each allowed "
+        f"{args.think:g} s after its notification:"
+    )
     print(line("hook -> notification shown", to_notice))
     print(line("Allow -> Claude Code's redraw (the key received)", to_output))
     print(line("Allow -> PostToolUse hook (the command ran)", to_hook))

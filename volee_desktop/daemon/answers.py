@@ -48,9 +48,9 @@ OUTPUT_LINES = 40
 #: A dialog takes keys this long after it is first seen drawn (Claude Code 2.1.332 drops a
 #: key typed within ~100 ms of drawing its dialog).
 KEY_READY = 0.3
-#: How long the harness has to show it took an answer (its dialog goes) before volee types it
+#: How long the harness has to show it took an answer (any output) before volee types it
 #: again, and how many times it types it.
-TAKEN_WAIT = 1.5
+TAKEN_WAIT = 2.0
 KEY_TRIES = 3
 #: How long output must settle before volee looks whether a dialog is still on screen.
 SETTLE = 1.0
@@ -237,10 +237,10 @@ class Answers:
             await self.clock.wait(changed, min(remaining, 0.5))
             self._open_request(agent.id, request.id)
 
-    async def _taken(self, agent_id: str, request: Request, before: str | None) -> bool:
-        """Whether the harness took the keys: the request moved on, or its dialog left the
-        screen; for a key before a typed reply (``before``: the screen until then), the
-        dialog changed to take the text."""
+    async def _taken(self, agent_id: str, request: Request, version: int) -> bool:
+        """Whether the harness took the keys: the request moved on, its dialog left the
+        screen, or it printed anything at all after them (``version``: the bytes of output
+        seen before the keys).  A harness that drops a key prints nothing."""
         deadline = self.clock.now() + TAKEN_WAIT
         while True:
             agent = self.service.current().agents.get(agent_id)
@@ -249,7 +249,7 @@ class Answers:
             snapshot = await self.screens.snapshot(agent_id)
             if snapshot is None or not _still_shows(snapshot, request):
                 return True
-            if before is not None and "\n".join(snapshot.lines) != before:
+            if snapshot.version != version:
                 return True
             remaining = deadline - self.clock.now()
             if remaining <= 0:
@@ -262,12 +262,10 @@ class Answers:
         """Type ``keys`` until the harness takes them (at most KEY_TRIES times); False if its
         dialog is still on screen after the last."""
         for attempt in range(1, KEY_TRIES + 1):
-            before = None
-            if keys.text:
-                shown = await self.screens.snapshot(agent.id)
-                before = "\n".join(shown.lines) if shown is not None else ""
+            shown = await self.screens.snapshot(agent.id)
+            version = shown.version if shown is not None else 0
             await asyncio.to_thread(type_keys, client, keys.keys)
-            if await self._taken(agent.id, request, before):
+            if await self._taken(agent.id, request, version):
                 return True
             # The very dialog is still there: the key came before the harness listened (it
             # draws its dialog a moment before it reads keys). Check the screen; type again.

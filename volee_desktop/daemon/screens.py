@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 #: Output queued for an agent before the oldest is dropped (the screen is then rebuilt from
 #: what is left: a full-screen program redraws it soon enough).
-PENDING_LIMIT = 512 * 1024
+PENDING_LIMIT = 256 * 1024
 #: Lines kept above the screen (scrolled off its top), for ``volee output --lines N``.
 HISTORY = 500
 DEFAULT_ROWS, DEFAULT_COLS = 40, 120
