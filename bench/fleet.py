@@ -97,6 +97,7 @@ class Rig:
         self.daemon: subprocess.Popen[bytes] | None = None
         self.app: subprocess.Popen[bytes] | None = None
         self.desk: Any = None
+        self.ls_listings = 0
 
     def start_daemon(self) -> None:
         (self.root / "vh").mkdir(parents=True, exist_ok=True)
@@ -252,6 +253,7 @@ def ls_cost(rig: Rig, runs: int = 20) -> tuple[float, float, float]:
     assert rig.daemon is not None
     daemon = psutil.Process(rig.daemon.pid)
     walls = []
+    listings0 = ((rig.status() or {}).get("extra") or {}).get("discovery", {}).get("listings", 0)
     d0 = own_and_reaped(daemon)
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -263,6 +265,8 @@ def ls_cost(rig: Rig, runs: int = 20) -> tuple[float, float, float]:
             client.request("agents.list", {"all": False})
         walls.append(time.perf_counter() - t0)
     d1 = own_and_reaped(daemon)
+    listings1 = ((rig.status() or {}).get("extra") or {}).get("discovery", {}).get("listings", 0)
+    rig.ls_listings = listings1 - listings0
     t0 = time.perf_counter()
     cli(rig.env, "ls")
     whole = time.perf_counter() - t0
@@ -317,7 +321,8 @@ def report(n: int, n_claude: int, args: argparse.Namespace, claude: Path | None)
         wall, dcpu, whole = ls_cost(rig)
         print(
             f"volee ls, nothing new: {wall:.1f} ms wall, {dcpu:.1f} ms daemon CPU per call "
-            f"(targets <= 20, <= 10); the whole CLI process {whole:.0f} ms"
+            f"(targets <= 20, <= 10; {rig.ls_listings} listings ran meanwhile); "
+            f"the whole CLI process {whole:.0f} ms"
         )
         if args.app and rig.start_app():
             assert rig.app is not None

@@ -112,7 +112,7 @@ async def watched() -> AsyncIterator[tuple[Discovery, PartialLister, FakeClock, 
     service = Service(MemoryLog(), Registry(), Record)
     discovery = Discovery(service, CONFIG, lister, clock, Clients())
     said = [0]  # what the fake registry folder says
-    discovery.signature = lambda _registry: said[0]
+    discovery.signature = lambda: ((1, "s", "idle", "interactive", "n", said[0] > 0),) * said[0]
     discovery.watching = True
     task = asyncio.ensure_future(discovery.run())
     await settle()
@@ -240,7 +240,7 @@ async def test_volee_ls_with_nothing_new_costs_no_listing(
     daemon = await Daemon.start(dirs())
     try:
         discovery = daemon.discovery  # type: ignore[attr-defined]
-        await wait_until_async(lambda: discovery.listings >= 1, "the first listing")
+        await wait_until_async(lambda: discovery.last_listed_at, "the first listing applied")
         listings = discovery.listings
         client = await AsyncClient.connect(daemon.dirs.socket)
         try:

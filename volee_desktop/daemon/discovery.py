@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import Any
 
 from ..config import DiscoveryConfig
@@ -41,7 +41,7 @@ from ..ipc.server import Connection
 from .clock import Clock
 from .context import Clients
 from .errors import Broken, Refused
-from .listers import Lister, ListingFailed, Signature, Unavailable
+from .listers import Lister, ListingFailed, Signature, Unavailable, hosted_sessions
 from .service import Service
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class Discovery:
         # The watch (daemon/watch.py): while it runs, a change or an exit says when to list.
         self.watching = False
         self.signature: Signature | None = None  # reads Claude Code's session registry
-        self._seen: Hashable = None  # its signature at the last Claude listing
+        self._seen: tuple[tuple[Any, ...], ...] | None = None  # at the last Claude listing
         self._dirty: set[Harness] = set()  # changed since their last listing
         self._folder_changed = False  # Claude's folder changed: compare signatures
         self.changes = 0
@@ -113,9 +113,13 @@ class Discovery:
     def _claude_news(self) -> bool:
         """Whether Claude Code's session registry says something the last listing did not
         (its signature leaves out the sessions of agents in volee hosts: hooks tell those)."""
-        if Harness.CLAUDE in self._dirty or self.signature is None:
+        if Harness.CLAUDE in self._dirty or self.signature is None or self._seen is None:
             return True
-        return bool(self.signature(self.service.registry) != self._seen)
+        # Compared with today's hosted agents on both sides: an agent that got its host since
+        # the last listing is no news.
+        hosted = hosted_sessions(self.service.registry)
+        now = [e for e in self.signature() if e[1] not in hosted]
+        return now != [e for e in self._seen if e[1] not in hosted]
 
     def nothing_new(self) -> bool:
         """The watch runs and has seen nothing since the last listing that still matters."""
@@ -206,7 +210,7 @@ class Discovery:
         self.listings += 1
         dirty, self._dirty = self._dirty, set()
         self._folder_changed = False
-        seen = self.signature(self.service.registry) if self.signature is not None else None
+        seen = self.signature() if self.signature is not None else None
         observe = getattr(self.lister, "observe", None)
         try:
             if observe is not None and not claude:

@@ -19,9 +19,10 @@ import os
 import resource
 import shutil
 import time
-from collections.abc import Awaitable, Callable, Container, Hashable
+from collections.abc import Awaitable, Callable, Container
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -71,8 +72,8 @@ class Observation:
 
 
 Lister = Callable[[float], Awaitable[Observation]]
-#: What Claude Code's session registry says, leaving out the sessions hooks report.
-Signature = Callable[[Registry], Hashable]
+#: Reads Claude Code's session registry (``registry_signature`` of its folder).
+Signature = Callable[[], tuple[tuple[Any, ...], ...]]
 
 
 # --- the real lister ----------------------------------------------------------------------
@@ -115,16 +116,13 @@ def claude_dir(env: dict[str, str] | None = None) -> Path:
     return Path(env.get("HOME") or str(Path.home())) / ".claude"
 
 
-def registry_signature(folder: Path, registry: Registry) -> Hashable:
-    """What Claude Code's session registry (``folder``) says about the sessions discovery
-    follows: (pid, session, status, kind, name, alive) of each file, leaving out the
-    sessions of agents live in volee hosts (their hooks tell, and their files change at
-    every turn).  A folder read and a few small files: no Node process."""
-    hosted = {
-        a.session
-        for a in registry.agents.values()
-        if a.location is Location.HOST and a.live and a.session
-    }
+#: One session file as the loop compares it: (pid, session, status, kind, name, alive).
+SessionEntry = tuple[int, str, str, str, str, bool]
+
+
+def registry_signature(folder: Path) -> tuple[SessionEntry, ...]:
+    """What Claude Code's session registry (``folder``) says: one entry per file.  A folder
+    read and a few small files, a signal 0 per pid: no Node process, no psutil."""
     out = []
     try:
         entries = sorted(folder.glob("*.json"))
@@ -135,11 +133,27 @@ def registry_signature(folder: Path, registry: Registry) -> Hashable:
             parsed = parse_session_file(path.read_text(encoding="utf-8"), path.name)
         except OSError:
             continue
-        if parsed is None or parsed.session in hosted:
+        if parsed is None:
             continue
-        alive = _alive(parsed.pid)
+        try:
+            os.kill(parsed.pid, 0)
+            alive = True
+        except ProcessLookupError:
+            alive = False
+        except OSError:
+            alive = True  # another user's: it exists
         out.append((parsed.pid, parsed.session, parsed.status, parsed.kind, parsed.name, alive))
     return tuple(out)
+
+
+def hosted_sessions(registry: Registry) -> set[str]:
+    """The sessions of agents live in volee hosts: their hooks tell what their files say (and
+    the files change at every turn), so the loop leaves them out of its comparison."""
+    return {
+        a.session
+        for a in registry.agents.values()
+        if a.location is Location.HOST and a.live and a.session
+    }
 
 
 CLAUDE_MISSING = "Claude Code not found: put `claude` on PATH or set VOLEE_CLAUDE_BIN"

@@ -160,7 +160,7 @@ class Daemon:
         discovery = self.discovery
         folders = watch.watched_folders()
         sessions = next(p for p, h in folders.items() if h is Harness.CLAUDE)
-        discovery.signature = lambda registry: registry_signature(sessions, registry)
+        discovery.signature = lambda: registry_signature(sessions)
         changes = watch.FolderWatch(folders, discovery.on_change)
         exits = watch.ExitWatch(discovery.on_exit)
         changes.start()
