@@ -209,6 +209,29 @@ def test_the_installed_daemon_runs_a_generic_agent_in_a_host_on_the_packaged_pyt
         )
 
 
+def test_the_installed_hook_shim_reaches_the_installed_daemon(
+    deb: dict[str, object], tmp_path: Path
+) -> None:
+    # A claude agent (the fake one: tests/fakes) whose hooks run the packaged interpreter's
+    # shim with -I -S: the daemon counts them and links the session they name.
+    env = clean_env(tmp_path, VOLEE_CLAUDE_BIN=str(ROOT / "tests" / "fakes" / "fake-claude"))
+    try:
+        run(["volee", "spawn", "--name", "hooked", "--", "hello"], env=env, timeout=60)
+
+        def hooks() -> int:
+            status = json.loads(run(["volee", "daemon", "status", "--json"], env=env))
+            return int(status["hooks_accepted"])
+
+        dt.poll("a hook from the agent", lambda: hooks() >= 1, timeout=30)
+        (agent,) = json.loads(run(["volee", "ls", "--json"], env=env))
+        assert agent["session_id"]
+        run(["volee", "stop", "hooked"], env=env)
+    finally:
+        subprocess.run(
+            ["volee", "daemon", "stop"], env=env, cwd="/", capture_output=True, timeout=60
+        )
+
+
 def _app(desktop: dt.Desktop, home: Path) -> procs.Proc:
     env = clean_env(home, VOLEE_LOG="INFO")
     for name in ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "QT_QPA_PLATFORM", "XDG_RUNTIME_DIR"):
