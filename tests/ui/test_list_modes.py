@@ -4,6 +4,7 @@ needs you, the header's counts, keyboard jumps, remembered size and modes, row t
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from PySide6.QtWidgets import QPushButton
 from volee_desktop.app.list_prefs import ListPrefs
 from volee_desktop.app.list_rows import Grouping
 from volee_desktop.app.panel import ACTIONS, ANSWERS, JUMPS, keys
-from volee_desktop.app.texts import markers, state_and_detail, summary_links
+from volee_desktop.app.texts import activity_line, markers, state_and_detail, summary_links
 from volee_desktop.core import events as ev
 from volee_desktop.core.states import AgentState
 
@@ -324,6 +325,19 @@ def test_row_texts_say_each_thing_once_and_keep_the_end() -> None:
     assert state_and_detail(stopped) == ("stopped", "by you")
     other = Agent(id="ag_2", name="y", harness=Harness.CLAUDE, held="mission ended")
     assert markers(other) == ["held: mission ended"]
+    asks = Agent(
+        id="ag_3",
+        name="z",
+        harness=Harness.CLAUDE,
+        state=AgentState.NEEDS_INPUT,
+        detail="Bash: touch x.txt",
+        activity="Bash: touch x.txt",
+        activity_at=100.0,
+        cwd="/src/api",
+    )
+    assert activity_line(asks, 160.0) == "/src/api"  # not the request's words again
+    working = replace(asks, state=AgentState.WORKING, detail="")
+    assert activity_line(working, 160.0) == "Bash: touch x.txt (1 min ago)"
 
 
 def test_long_details_elide_in_the_middle(controller: Any, world: World, qtbot: Any) -> None:

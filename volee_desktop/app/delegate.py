@@ -24,7 +24,7 @@ from .texts import (
     CONTEXT_LIMIT,
     STATE_COLOUR,
     STATE_MARK,
-    activity_text,
+    activity_line,
     detail_text,
     markers,
     mission_label,
@@ -258,7 +258,7 @@ class AgentDelegate(QStyledItemDelegate):
             painter.drawText(
                 QRect(right - goal_w, y, goal_w, line), Qt.AlignmentFlag.AlignRight, goal
             )
-        activity = activity_text(agent, self.clock()) or agent.worktree or agent.cwd
+        activity = activity_line(agent, self.clock())
         activity = fm.elidedText(
             activity, Qt.TextElideMode.ElideMiddle, right - left - goal_w - PAD
         )

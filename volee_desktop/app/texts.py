@@ -220,3 +220,12 @@ def summary_links(text: str, active: AgentState | None = None) -> str:
             parts.append(f'<a href="state:{state.value}">{words}</a>')
         lines.append(" · ".join(parts))
     return "<br>".join(lines)
+
+
+def activity_line(agent: Agent, now: float) -> str:
+    """A full row's third line: the last thing done in this turn, else the folder; never the
+    words of the line above again (a permission's request names the tool call it asks for)."""
+    activity = activity_text(agent, now)
+    if agent.activity and agent.activity in detail_text(agent):
+        activity = ""
+    return activity or agent.worktree or agent.cwd
