@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from PySide6.QtCore import QObject
 
 from tests.fakes.loginitem import FakeLoginItem
@@ -129,13 +130,15 @@ asyncio.run(main())
 """
 
 
-def test_a_status_notifier_watcher_appearing_on_the_bus_asks_qt_at_once(qtbot: Any) -> None:
+@pytest.mark.parametrize("qt_sees_it", [True, False])
+def test_a_status_notifier_watcher_appearing_on_the_bus_asks_qt_at_once(
+    qtbot: Any, qt_sees_it: bool
+) -> None:
     # KDE, GNOME's AppIndicator extension, waybar: their tray is a StatusNotifierWatcher.
     import shutil
     import subprocess
     import sys
 
-    import pytest
     from PySide6.QtDBus import QDBusConnection
 
     if shutil.which("dbus-daemon") is None:
@@ -156,16 +159,20 @@ def test_a_status_notifier_watcher_appearing_on_the_bus_asks_qt_at_once(qtbot: A
         # The poll is an hour away: only the bus can make the watcher ask.
         watcher = TrayWatcher(flag, interval_ms=3_600_000, bus=bus)
         watcher.start()
-        flag.up = True
+        flag.up = qt_sees_it
         owner = subprocess.Popen(
             [sys.executable, "-c", OWN_WATCHER, address], stdout=subprocess.PIPE, text=True
         )
         assert owner.stdout is not None
         assert owner.stdout.readline().strip() == "owned"
-        with qtbot.waitSignal(watcher.appeared, timeout=10_000):
+        # Qt sees it: into the tray. It does not (its D-Bus tray is chosen once per process):
+        # the person is told to start volee again, and the window stays.
+        signal = watcher.appeared if qt_sees_it else watcher.next_start
+        with qtbot.waitSignal(signal, timeout=10_000):
             pass
         assert flag.asked == 1
-        assert not watcher.watching
+        assert watcher.watching is not qt_sees_it
+        watcher.stop()
         QDBusConnection.disconnectFromBus("volee-traywatch-test")
     finally:
         for child in (owner, daemon):
@@ -174,3 +181,19 @@ def test_a_status_notifier_watcher_appearing_on_the_bus_asks_qt_at_once(qtbot: A
                 child.wait()
                 if child.stdout is not None:
                     child.stdout.close()
+
+
+def test_a_tray_qt_cannot_use_before_a_restart_is_said_in_the_window(
+    qtbot: Any, qapp: Any, tmp_path: Path
+) -> None:
+    watchers: list[TrayWatcher] = []
+    ctl = _controller(tmp_path, Flag(), watchers)
+    qtbot.addWidget(ctl.panel)
+    try:
+        ctl.show()
+        watchers[0].next_start.emit()
+        assert "start volee again" in ctl.panel.status.text()
+        assert not ctl.panel.status.isHidden()
+        assert not ctl.has_tray
+    finally:
+        ctl.close()

@@ -121,6 +121,7 @@ class AppController(QObject):
                 make = options.tray_watcher or (lambda parent: TrayWatcher(parent=parent))
                 self.tray_watcher = make(self)
                 self.tray_watcher.appeared.connect(self._tray_appeared)
+                self.tray_watcher.next_start.connect(self._tray_at_next_start)
         self.has_tray = use_tray
         prefs = options.list_prefs
         if prefs is None:
@@ -207,6 +208,12 @@ class AppController(QObject):
         self.tray.apply_now()
         self.tray.show()
         log.info("moved into the system tray: the agent list opens from the icon")
+
+    def _tray_at_next_start(self) -> None:
+        self.panel.show_status(
+            "A system tray appeared (GNOME's AppIndicator extension, a panel): quit and start "
+            "volee again to move into it; this window stays meanwhile."
+        )
 
     def _list_window_closed(self) -> None:
         """Closing the window that stands in for the icon quits: no process left unseen."""

@@ -37,6 +37,9 @@ class TrayWatcher(QObject):
     """Tells once when a system tray becomes available."""
 
     appeared = Signal()
+    #: A StatusNotifierWatcher appeared but Qt, which picks its D-Bus tray once per process,
+    #: still sees none: volee shows its icon from its next start.
+    next_start = Signal()
 
     def __init__(
         self,
@@ -111,3 +114,4 @@ class TrayWatcher(QObject):
             # Qt picks its D-Bus tray once per process: on a session with no X11 tray the
             # icon shows from the next start of volee (docs/packaging.md, "GNOME").
             log.info("Qt still sees no tray; the icon shows from volee's next start")
+            self.next_start.emit()
