@@ -152,3 +152,26 @@ def test_progress_is_said_on_stderr_only_once_it_takes_long() -> None:
     with common.progress("merging", after=0.01, stream=out):
         wait_until(lambda: "volee: merging…" in out.getvalue(), what="the progress line")
     assert out.getvalue().count("merging") == 1
+
+
+def test_a_reader_that_leaves_is_no_error_but_other_os_errors_are_one_line() -> None:
+    code = (
+        "import sys\n"
+        "from volee_desktop.cli import agents, main\n"
+        "def leave(args):\n"
+        "    raise BrokenPipeError(32, 'Broken pipe')\n"
+        "def denied(args):\n"
+        "    raise PermissionError(13, 'Permission denied', '/x/state')\n"
+        "agents.cmd_ls = leave\n"
+        "agents.cmd_timeline = denied\n"
+        "first = main.main(['ls'])\n"
+        "second = main.main(['timeline', 'x'])\n"
+        "sys.stderr.write(f'status {first} {second}\\n')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "status 0 1" in done.stderr
+    assert "volee: Permission denied (/x/state)" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -107,11 +107,6 @@ def main(argv: list[str]) -> int:
         return _failed(args, f"the daemon is not reachable: {exc}", 3, "unavailable")
     except IpcError as exc:
         return _failed(args, str(exc), 1, getattr(exc, "code", "error"))
-    except OSError as exc:
-        # A folder volee needs cannot be made or written (permissions, a full disk, a file
-        # in the way): say which, without a traceback.
-        where = f" ({exc.filename})" if exc.filename else ""
-        return _failed(args, f"{exc.strerror or exc}{where}", 1, "os-error")
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -119,3 +114,8 @@ def main(argv: list[str]) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:  # after BrokenPipeError, one of its kind
+        # A folder volee needs cannot be made or written (permissions, a full disk, a file
+        # in the way): say which, without a traceback.
+        where = f" ({exc.filename})" if exc.filename else ""
+        return _failed(args, f"{exc.strerror or exc}{where}", 1, "os-error")
