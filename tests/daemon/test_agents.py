@@ -435,6 +435,26 @@ async def test_refused_in_its_own_terminal_ends_the_request_and_a_later_allow_is
     assert not (rig.project / "asked.txt").exists()
 
 
+async def test_a_program_that_fails_at_once_leaves_what_it_printed(rig: Rig) -> None:
+    view = await rig.spawn(
+        None,
+        harness="generic",
+        argv=["/bin/sh", "-c", "echo 'Not logged in · Please run /login'; exit 1"],
+        name="no-login",
+    )
+    await rig.wait(
+        view["id"],
+        lambda _a: view["id"] in rig.d.agents.screens.last,
+        "its last screen kept when it ended",
+    )
+    await rig.call("agents.stop", agent=view["id"])  # no automatic restart of it
+
+    shown = await rig.call("agents.output", agent=view["id"])
+
+    assert shown["live"] is False
+    assert shown["lines"] == ["Not logged in · Please run /login"]
+
+
 async def test_output_is_the_rendered_screen_and_the_last_one_is_kept(rig: Rig) -> None:
     view = await rig.spawn("RUN: echo printed-before-the-end")
     await rig.wait_state(view["id"], AgentState.DONE)

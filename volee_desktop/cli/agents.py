@@ -112,6 +112,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
         request = a.get("request")
         if request and request.get("summary"):
             detail = f"{request['kind']}: {request['summary']}"
+            if request.get("reason"):
+                detail += f" ({request['reason']})"
         marks = []
         if a.get("held") and a["held"] != detail:
             marks.append(f"held: {a['held']}")
@@ -123,7 +125,11 @@ def cmd_ls(args: argparse.Namespace) -> int:
                 marks.append(f"`volee resume` to {a['action']}")
         if marks:
             detail = f"{detail} [{'; '.join(marks)}]" if detail else f"[{'; '.join(marks)}]"
-        rows.append((a["state"], a["name"], duration(now - a["state_since"]), detail[:70], a["id"]))
+        # What an agent asks is worth more room than what it last did.
+        cut = 110 if request else 70
+        rows.append(
+            (a["state"], a["name"], duration(now - a["state_since"]), detail[:cut], a["id"])
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=False)) + "  " + r[4])
