@@ -210,13 +210,15 @@ def hooks_seen(rig: Rig) -> int:
     return int(status.get("hooks_accepted", 0)) + int(status.get("hooks_rejected", 0))
 
 
-def cpu_per_hook(rig: Rig, agent_id: str, runs: int = 30) -> tuple[float, float]:
-    """(shim CPU, daemon CPU) per hook in ms: a Notification as Claude Code sends it."""
+def cpu_per_hook(rig: Rig, agent: dict[str, Any], runs: int = 30) -> tuple[float, float]:
+    """(shim CPU, daemon CPU) per hook in ms: a Notification as Claude Code sends it, for
+    the agent's own session."""
+    agent_id = agent["id"]
     assert rig.daemon is not None
     daemon = psutil.Process(rig.daemon.pid)
     payload = json.dumps(
         {
-            "session_id": "00000000-0000-0000-0000-000000000000",
+            "session_id": agent.get("session_id") or "00000000-0000-0000-0000-000000000000",
             "transcript_path": "/nonexistent.jsonl",
             "cwd": str(rig.sandbox.project),
             "hook_event_name": "Notification",
@@ -286,13 +288,13 @@ def report(n: int, n_claude: int, args: argparse.Namespace, claude: Path | None)
         h0 = hooks_seen(rig)
         shim_ms = daemon_ms = 0.0
         listed = agents(rig.env)
-        claude_ids = [a["id"] for a in listed if a["harness"] == "claude"]
+        claude_agents = [a for a in listed if a["harness"] == "claude"]
         t0 = time.monotonic()
         cpu = idle_cpu(fleet, args.idle_seconds)
         hooks = hooks_seen(rig) - h0
         hook_rate = hooks / (time.monotonic() - t0)
-        if claude_ids or n:
-            shim_ms, daemon_ms = cpu_per_hook(rig, (claude_ids or [listed[0]["id"]])[0])
+        if claude_agents or n:
+            shim_ms, daemon_ms = cpu_per_hook(rig, (claude_agents or listed)[0])
         hook_pct = hook_rate * shim_ms / 10  # ms per s -> % of a core
         total = sum(cpu.values()) + hook_pct
         print(f"daemon alone, idle {args.idle_seconds:g} s, % of one core:")

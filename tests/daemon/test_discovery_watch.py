@@ -15,7 +15,9 @@ from typing import Any, TypeVar
 
 import pytest
 
+from tests.core.support import T0
 from tests.daemon.test_discovery_cadence import CONFIG, FakeClock
+from volee_desktop.core import events as ev
 from volee_desktop.core.model import Harness, Location, Role
 from volee_desktop.core.reconcile import Listing
 from volee_desktop.core.registry import Registry
@@ -252,3 +254,37 @@ async def test_volee_ls_with_nothing_new_costs_no_listing(
         assert discovery.listings == listings
     finally:
         await daemon.close()
+
+
+async def test_an_agent_that_got_its_host_since_the_last_listing_is_no_news() -> None:
+    """The registry's file of a session that a volee host now runs changed nothing for
+    discovery: both sides of the comparison leave out today's hosted sessions."""
+    from tests.core.support import A1, linked, registered
+
+    clock = FakeClock()
+    lister = PartialLister()
+    service = Service(MemoryLog(), Registry(), Record)
+    discovery = Discovery(service, CONFIG, lister, clock, Clients())
+    files = [(4242, "s-1", "busy", "interactive", "x", True)]
+    discovery.signature = lambda: tuple(files)
+    discovery.watching = True
+    task = asyncio.ensure_future(discovery.run())
+    try:
+        await settle()
+        assert lister.full == 1  # listed while the session was nobody's
+        await service.commit(
+            [
+                registered(A1, launched_by_volee=True),
+                linked(A1, "s-1"),
+                ev.HostStarted(at=T0, agent=A1, host_pid=4000, program_pid=4242),
+            ]
+        )
+        assert service.registry.agents[A1].location is Location.HOST
+        files[0] = (4242, "s-1", "idle", "interactive", "x", True)  # its turn ended
+        discovery.on_change(Harness.CLAUDE)
+        await settle()
+        assert (lister.full, discovery.skipped) == (1, 1)
+        assert discovery.nothing_new()  # volee ls lists nothing either
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
