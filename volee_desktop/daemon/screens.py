@@ -107,6 +107,7 @@ class Term:
         self.rebuild = False
         self.queue_lock = threading.Lock()  # guards pending (the loop adds, a thread takes)
         self.feed_lock = threading.Lock()  # one feeder at a time
+        self.cached: Snapshot | None = None  # the screen as last read, while nothing came
 
     def add(self, data: bytes) -> None:
         with self.queue_lock:
@@ -130,6 +131,9 @@ class Term:
                 items, self.pending, self.pending_size = self.pending, [], 0
                 rebuild, self.rebuild = self.rebuild, False
                 version = self.version
+            cached = self.cached
+            if not items and not rebuild and cached is not None and cached.live == live:
+                return cached  # nothing new: the same screen (a window polls it each second)
             if rebuild:
                 self.screen = _Screen(self.cols, self.rows)
                 self.stream = pyte.ByteStream(self.screen)
@@ -144,7 +148,7 @@ class Term:
                         log.exception("the terminal emulator failed on the output")
             screen = self.screen
             lines = [_text(screen.buffer[y], screen.columns) for y in range(screen.lines)]
-            return Snapshot(
+            self.cached = Snapshot(
                 lines=lines,
                 rows=screen.lines,
                 cols=screen.columns,
@@ -154,6 +158,7 @@ class Term:
                 version=version,
                 history=list(screen.history),
             )
+            return self.cached
 
 
 class Screens:
