@@ -64,7 +64,8 @@ def spawn_manual(
 
 
 @pytest.mark.claude
-def test_claude_allow_runs_the_command(claude: Volee, real_sandbox: Sandbox) -> None:
+@pytest.mark.parametrize("always", [False, True], ids=["once", "always"])
+def test_claude_allow_runs_the_command(claude: Volee, real_sandbox: Sandbox, always: bool) -> None:
     project = real_sandbox.project
     spawn_manual(claude, project, "c1", "RUN: touch allowed.txt")
     agent = asks(claude, "c1", "Bash: touch allowed.txt", "Do you want to proceed?")
@@ -78,8 +79,9 @@ def test_claude_allow_runs_the_command(claude: Volee, real_sandbox: Sandbox) -> 
     assert sent.returncode == 1
     assert "waits for an approval" in sent.stderr
 
-    out = claude.cli("allow", "c1").stdout
-    assert "c1: allow (Bash: touch allowed.txt)" in out
+    out = claude.cli("allow", "c1", *(["--always"] if always else [])).stdout
+    word = "allow-always" if always else "allow"
+    assert f"c1: {word} (Bash: touch allowed.txt)" in out
     claude.wait_state("c1", "done", timeout=30)
     assert (project / "allowed.txt").exists()
     assert claude.agent("c1")["request"] is None
@@ -171,8 +173,9 @@ def codex(real_codex: Path, real_sandbox: Sandbox, real_fake_openai: FakeOpenAI)
 
 
 @pytest.mark.codex
+@pytest.mark.parametrize("always", [False, True], ids=["once", "always"])
 def test_codex_allow_runs_it_and_send_is_refused_while_it_asks(
-    codex: Volee, real_sandbox: Sandbox
+    codex: Volee, real_sandbox: Sandbox, always: bool
 ) -> None:
     project = real_sandbox.project
     prompt = ESCALATED.format(cmd="touch second.txt", why="to create second.txt")
@@ -186,7 +189,8 @@ def test_codex_allow_runs_it_and_send_is_refused_while_it_asks(
     assert "waits for an approval (Bash: touch second.txt)" in sent.stderr
     assert not (project / "second.txt").exists()
 
-    codex.cli("allow", "x1")
+    out = codex.cli("allow", "x1", *(["--always"] if always else [])).stdout
+    assert ("allow-always" in out) is always
 
     codex.wait_state("x1", "done", timeout=30)
     assert (project / "second.txt").exists()
