@@ -5,6 +5,7 @@ the conversation as the real one does)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,6 +73,10 @@ def test_the_context_share_moves_as_the_conversation_grows(
         40,
     )
     print(f"context share: {first['context']:.2f} -> {grown['context']:.2f}")
+    listed = volee.cli("ls", "--no-refresh").stdout
+    assert "CONTEXT" in listed
+    row = next(line for line in listed.splitlines() if line.split()[1:2] == ["ctx"])
+    assert re.search(r"  [1-9]\d*% \$\d+\.\d\d  ", row), listed
 
     # The person's own status line still ran, on the same input, and is what shows.
     seen = json.loads((real_sandbox.home / "own-status-input.json").read_text())

@@ -106,7 +106,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         print("no agents yet: `volee spawn -- 'your task'` starts one")
         return 0
     now = time.time()
-    rows = [("STATE", "NAME", "SINCE", "DETAIL", "ID")]
+    rows = [("STATE", "NAME", "SINCE", "CONTEXT", "DETAIL", "ID")]
     for a in agents:
         detail = a["detail"] or a["activity"] or ""
         request = a.get("request")
@@ -127,12 +127,15 @@ def cmd_ls(args: argparse.Namespace) -> int:
             detail = f"{detail} [{'; '.join(marks)}]" if detail else f"[{'; '.join(marks)}]"
         # What an agent asks is worth more room than what it last did.
         cut = 110 if request else 70
-        rows.append(
-            (a["state"], a["name"], duration(now - a["state_since"]), detail[:cut], a["id"])
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        share = a.get("context")
+        context = f"{round(share * 100)}%" if isinstance(share, (int, float)) else ""
+        if context and isinstance(a.get("cost_usd"), (int, float)):
+            context += f" ${a['cost_usd']:.2f}"
+        since = duration(now - a["state_since"])
+        rows.append((a["state"], a["name"], since, context, detail[:cut], a["id"]))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=False)) + "  " + r[4])
+        print("  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=False)) + "  " + r[5])
     return 0
 
 
