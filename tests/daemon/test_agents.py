@@ -385,6 +385,11 @@ async def test_an_answer_to_another_request_is_refused_and_types_nothing(
     assert typed == []
     assert rig.agent(view["id"]).state is AgentState.NEEDS_INPUT
     assert not (rig.project / "asked.txt").exists()
+    # A gone agent: refused too.
+    await rig.call("agents.forget", agent=view["id"])
+    with pytest.raises(IpcError, match="forgotten"):
+        await rig.call("agents.allow", agent=view["id"])
+    assert typed == []
 
 
 async def test_a_dialog_not_on_screen_is_refused_and_nothing_is_typed(
