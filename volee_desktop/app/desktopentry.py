@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from volee_desktop import datafiles
+from volee_desktop.app.errors import Error
 
 ICON_NAME = "volee"
 DESKTOP_FILE = "volee.desktop"
@@ -26,7 +27,7 @@ DESKTOP_FILE = "volee.desktop"
 PNG_SIZES = (16, 22, 24, 32, 48, 64, 128, 256)
 
 
-class DesktopEntryError(Exception):
+class DesktopEntryError(Error):
     """The entry or the icon cannot be written or rendered (the message says what to do)."""
 
 

@@ -4,7 +4,8 @@ Exceptions::
 
     Error                 root of every error the app raises on purpose
     ├── AlreadyRunning    another tray app of this user holds the lock
-    └── LinkError         the daemon could not be reached or answered with an error
+    ├── LinkError         the daemon could not be reached or answered with an error
+    └── DesktopEntryError the menu entry or icon could not be installed (desktopentry)
 """
 
 from __future__ import annotations
