@@ -396,7 +396,11 @@ def test_context_share_and_cost_show_and_near_the_limit_is_marked(
     qtbot.waitExposed(panel)
     panel.rows.flush()
     index = panel.rows.index(panel.rows.row_of(a), 0)
-    assert "context 90 % · $1.50" in index.data(Qt.ItemDataRole.ToolTipRole)
+    tip = index.data(Qt.ItemDataRole.ToolTipRole)
+    assert "context 90 % · $1.50" in tip
+    assert "working for " in tip  # since when it is in its state
+    assert "(since " in tip
+    assert "context 90 %" in index.data(Qt.ItemDataRole.AccessibleTextRole)
     agent = index.data(AgentRole)
     assert near_limit(agent, panel.delegate.context_limit)
     assert panel.delegate.context_limit == 0.85

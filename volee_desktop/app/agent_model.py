@@ -27,7 +27,7 @@ from volee_desktop.core.registry import Registry
 from volee_desktop.core.tables import urgency_key
 
 from .live import Change
-from .texts import STATE_LABEL, detail_text, search_text, tooltip_text
+from .texts import STATE_LABEL, context_text, detail_text, search_text, tooltip_text
 
 AgentRole = Qt.ItemDataRole.UserRole + 1
 IdRole = Qt.ItemDataRole.UserRole + 2
@@ -176,7 +176,8 @@ class AgentListModel(QAbstractListModel):
             mission = self.registry.missions.get(agent.mission) if agent.mission else None
             return search_text(agent, mission)
         if role == Qt.ItemDataRole.AccessibleTextRole:
-            return f"{agent.name}, {STATE_LABEL[agent.state]}, {detail_text(agent)}"
+            said = f"{agent.name}, {STATE_LABEL[agent.state]}, {detail_text(agent)}"
+            return f"{said}, {context_text(agent)}" if agent.context_share is not None else said
         if role == Qt.ItemDataRole.ToolTipRole:
             return tooltip_text(agent, self.clock())
         return None

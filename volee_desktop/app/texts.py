@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+import time
 
 from volee_desktop.core.durations import duration
 from volee_desktop.core.model import Agent, Mission
@@ -179,7 +180,10 @@ def tooltip_text(agent: Agent, now: float) -> str:
         since = request.at or agent.state_since
         lines.append(f"waiting {duration(now - since)}")
     else:
-        lines.append(f"{STATE_LABEL[agent.state]}: {agent.detail}")
+        label, rest = state_and_detail(agent)
+        lines.append(f"{label}: {rest}" if rest else label)
+        clock = time.strftime("%H:%M", time.localtime(agent.state_since))
+        lines.append(f"{label} for {duration(now - agent.state_since)} (since {clock})")
     if agent.activity:
         lines.append(f"last: {agent.activity}")
     folder = agent.worktree or agent.cwd
