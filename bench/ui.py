@@ -16,7 +16,8 @@
 4. The list for many agents (in-process, offscreen): time to open it (show, lay out, paint)
    with 60 and 500 agents across 4 projects, in each mode (target < 200 ms at 500), and
    time to apply a burst of 1,000 events with it open and grouped by project (until the
-   rows are rebuilt and painted).  ``--list-only`` runs only these.
+   rows are rebuilt and painted), and a page of scrolling and its paint at 500 agents.
+   ``--list-only`` runs only these.
 """
 
 from __future__ import annotations
@@ -182,6 +183,21 @@ def list_figures() -> dict[str, float]:
                 key = f"open_{n}_{grouping.value}_{'compact' if compact else 'full'}_ms"
                 out[key] = statistics.median(times)
                 out[key.replace("open_", "first_")] = times[0]
+                if n == 500:
+                    # Scrolling: a page down, then its paint, 30 times.
+                    panel.show_near(None)
+                    app.processEvents()
+                    bar = panel.view.verticalScrollBar()
+                    bar.setValue(0)
+                    frames = []
+                    for _ in range(30):
+                        t0 = time.perf_counter()
+                        bar.setValue(bar.value() + bar.pageStep())
+                        panel.view.viewport().repaint()
+                        frames.append((time.perf_counter() - t0) * 1000)
+                    out[key.replace("open_", "scroll_")] = pct(frames, 90)
+                    panel.hide()
+                    app.processEvents()
         if n == 500:
             panel.set_grouping(Grouping.PROJECT)
             panel.set_compact(False)
@@ -377,6 +393,12 @@ def main() -> None:
         print(f"  open with {n:3d} agents: {cells}" + ("  (< 200 at 500)" if n == 500 else ""))
         first = max(v for k, v in lists.items() if k.startswith(f"first_{n}_"))
         print(f"    slowest first opening with {n} agents: {first:.1f} ms")
+    cells = "  ".join(
+        f"{g}/{m} {lists[f'scroll_500_{g}_{m}_ms']:5.1f} ms"
+        for g in ("none", "project")
+        for m in ("full", "compact")
+    )
+    print(f"  scrolling 500 agents, a page and its paint (p90): {cells}  (< 16 is 60 fps)")
     print(
         f"  burst of 1,000 events, 500 agents, list open and grouped by project: "
         f"{lists['burst_1000_grouped_ms']:.1f} ms to rebuilt and painted "
