@@ -25,7 +25,7 @@ from tests.fakes.harness_env import (
     claude_transcript,
     read_jsonl,
 )
-from tests.fakes.pty_program import PtyProgram
+from tests.fakes.pty_program import PtyProgram, submit
 from tests.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.claude]
@@ -112,27 +112,6 @@ def start_claude(
         "the session file",
     )
     return program, started[0]["session_id"]
-
-
-def submit(program: PtyProgram, model: FakeAnthropic, prompt: str) -> None:
-    """Type ``prompt`` into Claude Code and press Enter until the model has been asked it.
-
-    Keys typed while Claude Code is still starting reach it in one chunk with the Enter, which it
-    may take as a paste (the Enter a newline in the box, nothing sent); an Enter on its own once
-    the text is in the box sends it, and an extra Enter on an empty box does nothing.
-    """
-    program.type(prompt)
-
-    def asked() -> bool:
-        program.type("\r")
-        deadline = time.monotonic() + 2
-        while time.monotonic() < deadline:
-            if any(prompt in json.dumps(r.get("body")) for r in model.requests("/v1/messages")):
-                return True
-            time.sleep(0.05)
-        return False
-
-    wait_until(asked, 20, f"the model to be asked {prompt!r}")
 
 
 def test_a_claude_session_started_outside_volee_is_followed_until_it_exits(

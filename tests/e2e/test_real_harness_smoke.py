@@ -33,7 +33,7 @@ from tests.fakes.harness_env import (
     pi_env,
     read_jsonl,
 )
-from tests.fakes.pty_program import PtyProgram
+from tests.fakes.pty_program import PtyProgram, submit
 from tests.polling import wait_until
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
@@ -361,7 +361,9 @@ def test_claude_interactive_asks_permission_then_exits(
     try:
         # Keystrokes typed once SessionStart ran are buffered by the terminal and not lost.
         wait_until(lambda: "SessionStart" in hook_events(hooks_log), 15, "SessionStart")
-        program.type("RUN: touch p2.txt\r")
+        # Keys typed right after SessionStart may arrive as one chunk, taken as a paste: press
+        # Enter until the model is asked (the test failed under load).
+        submit(program, real_fake_anthropic, "RUN: touch p2.txt")
         wait_until(lambda: "PermissionRequest" in hook_events(hooks_log), 10, "PermissionRequest")
         assert not (sandbox.project / "p2.txt").exists()
         # The hook runs before the dialog is drawn, and the dialog takes keys only some

@@ -7,14 +7,19 @@ and read what it showed (escape sequences included) for their failure messages.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import signal
 import struct
 import subprocess
 import termios
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, Protocol
+
+from tests.polling import wait_until
 
 
 class PtyProgram:
@@ -72,3 +77,30 @@ class PtyProgram:
         self.kill()
         os.close(self._master)
         self._reader.join(timeout=5)
+
+
+class AskedModel(Protocol):
+    """A fake model server: the requests it was sent."""
+
+    def requests(self, path_prefix: str | None = None) -> list[dict[str, Any]]: ...
+
+
+def submit(program: PtyProgram, model: AskedModel, prompt: str) -> None:
+    """Type ``prompt`` into Claude Code and press Enter until the model has been asked it.
+
+    Keys typed while Claude Code is still starting reach it in one chunk with the Enter, which it
+    may take as a paste (the Enter a newline in the box, nothing sent); an Enter on its own once
+    the text is in the box sends it, and an extra Enter on an empty box does nothing.
+    """
+    program.type(prompt)
+
+    def asked() -> bool:
+        program.type("\r")
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            if any(prompt in json.dumps(r.get("body")) for r in model.requests("/v1/messages")):
+                return True
+            time.sleep(0.05)
+        return False
+
+    wait_until(asked, 20, f"the model to be asked {prompt!r}")
