@@ -8,9 +8,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QPushButton
 
+from volee_desktop.app.agent_model import IdRole
 from volee_desktop.app.list_prefs import ListPrefs
 from volee_desktop.app.list_rows import Grouping
 from volee_desktop.app.panel import ACTIONS, ANSWERS, JUMPS, keys
@@ -408,3 +409,28 @@ def test_context_share_and_cost_show_and_near_the_limit_is_marked(
     for compact in (False, True):
         panel.set_compact(compact)
         assert not panel.view.grab().isNull()
+
+
+def test_events_do_not_scroll_the_list_back_to_the_selected_agent(
+    controller: Any, world: World, qtbot: Any
+) -> None:
+    panel = controller.panel
+    ids = [world.agent(f"a{i:03d}", AgentState.WORKING, cwd=f"/src/p{i % 4}") for i in range(120)]
+    for grouping in (Grouping.NONE, Grouping.PROJECT):
+        panel.set_grouping(grouping)
+        panel.show()
+        qtbot.waitExposed(panel)
+        bar = panel.view.verticalScrollBar()
+        qtbot.waitUntil(lambda b=bar: b.maximum() > 0, timeout=3000)
+        selected = panel.current_id()
+        bar.setValue(bar.maximum() // 2)  # the person scrolls away from the selection
+        top = panel.view.indexAt(QPoint(1, 1))
+        looked_at, y = top.data(IdRole), panel.view.visualRect(top).top()
+        for i, agent in enumerate(ids[::7]):
+            if agent != looked_at:
+                world.state(agent, AgentState.IDLE if i % 2 else AgentState.DONE)  # rows move
+        assert panel.rows.flush()  # rebuilt now (as its timer would)
+        top = panel.view.indexAt(QPoint(1, 1))
+        assert (top.data(IdRole), panel.view.visualRect(top).top()) == (looked_at, y), grouping
+        assert panel.current_id() == selected
+        panel.hide()

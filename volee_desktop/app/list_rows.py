@@ -128,8 +128,9 @@ class ListRows(QAbstractListModel):
         self._dirty = False
         self.active = True
         self._last = 0.0  # monotonic time of the last rebuild
-        self.keep: Callable[[], tuple[str | None, int]] | None = None  # panel: current, scroll
-        self.restore: Callable[[str | None, int], None] | None = None
+        # The panel's place (selection, scroll) kept across a rebuild.
+        self.keep: Callable[[], object] | None = None
+        self.restore: Callable[[object], None] | None = None
         for signal in (
             source.rowsInserted,
             source.rowsRemoved,
@@ -190,12 +191,12 @@ class ListRows(QAbstractListModel):
         if not (self._dirty or force):
             return False
         self._last = time.monotonic()
-        current, scroll = self.keep() if self.keep is not None else (None, 0)
+        place = self.keep() if self.keep is not None else None
         self.beginResetModel()
         self.rebuild()
         self.endResetModel()
         if self.restore is not None:
-            self.restore(current, scroll)
+            self.restore(place)
         self.rebuilt.emit()
         return True
 
@@ -295,6 +296,16 @@ class ListRows(QAbstractListModel):
 
     def row_of(self, agent_id: str) -> int | None:
         return self._row_of.get(f"a:{agent_id}")
+
+    def key_at(self, row: int) -> str | None:
+        """What a row shows, as a key that outlives rebuilds ("a:<agent>", "g:<group>")."""
+        if 0 <= row < len(self._rows):
+            kind, ident = self._rows[row]
+            return f"{kind}:{ident}"
+        return None
+
+    def row_of_key(self, key: str) -> int | None:
+        return self._row_of.get(key)
 
     def group_row(self, key: str) -> int | None:
         return self._row_of.get(f"g:{key}")

@@ -382,16 +382,37 @@ class AgentPanel(QWidget):
     def _agent_rows(self) -> list[int]:
         return [r for r in range(self.rows.rowCount()) if self.rows.agent_at(r) is not None]
 
-    def _keep_place(self) -> tuple[str | None, int]:
-        return self.current_id(), self.view.verticalScrollBar().value()
+    def _keep_place(self) -> object:
+        """The selected agent, and the row at the top of the view with where it is."""
+        top = self.view.indexAt(QPoint(1, 1))
+        key = self.rows.key_at(top.row()) if top.isValid() else None
+        offset = self.view.visualRect(top).top() if top.isValid() else 0
+        return (self.current_id(), key, offset, self.view.verticalScrollBar().value())
 
-    def _restore_place(self, agent_id: str | None, scroll: int) -> None:
-        self.view.verticalScrollBar().setValue(scroll)
+    def _restore_place(self, place: object) -> None:
+        """After a rebuild: the same agent selected, and the row that was at the top of the
+        view where it was (rows moving above it do not move what the person looks at;
+        setting the current row would scroll to it: not while they look elsewhere)."""
+        if not isinstance(place, tuple):
+            return
+        agent_id, key, offset, scroll = place
         row = self.rows.row_of(agent_id) if agent_id is not None else None
-        if row is not None:
-            self.view.selectionModel().setCurrentIndex(
-                self.rows.index(row, 0), QItemSelectionModel.SelectionFlag.ClearAndSelect
-            )
+        if self.isVisible():
+            self.view.doItemsLayout()  # the scroll range of the new rows, now
+        self.view.setAutoScroll(False)
+        try:
+            if row is not None:
+                self.view.selectionModel().setCurrentIndex(
+                    self.rows.index(row, 0), QItemSelectionModel.SelectionFlag.ClearAndSelect
+                )
+        finally:
+            self.view.setAutoScroll(True)
+        bar = self.view.verticalScrollBar()
+        bar.setValue(scroll)
+        top = self.rows.row_of_key(key) if isinstance(key, str) else None
+        if top is not None and scroll > 0:
+            moved = self.view.visualRect(self.rows.index(top, 0)).top() - offset
+            bar.setValue(bar.value() + moved)
 
     def _rebuilt(self) -> None:
         self._ensure_current()
