@@ -105,6 +105,17 @@ def test_saved_notification_settings_reach_the_notifier(
     assert controller.notifications.settings.lost is False
 
 
+def test_the_context_limit_is_saved_as_a_share_and_reaches_the_list(
+    controller: Any, qtbot: Any, volee_home: Path
+) -> None:
+    d = controller.open_settings()
+    assert d.context_limit.value() == 85
+    d.context_limit.setValue(70)
+    assert d.save()
+    assert "context_limit = 0.7" in controller.options.config_path.read_text()
+    assert controller.panel.delegate.context_limit == 0.7
+
+
 def test_value_helpers() -> None:
     assert format_seconds(21600) == "6h"
     assert format_seconds(90) == "90s"

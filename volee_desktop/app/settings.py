@@ -128,6 +128,15 @@ class SettingsDialog(QDialog):
         form.addRow("Restart delays (s):", self.restart_delays)
         form.addRow("Resume work at most this old:", self.resume_max_age)
         form.addRow("At most this many resumes per start:", self.resume_cap)
+        self.context_limit = QSpinBox(agents)
+        self.context_limit.setObjectName("contextLimit")
+        self.context_limit.setRange(5, 100)
+        self.context_limit.setSuffix(" %")
+        self.context_limit.setValue(round(config.agents.context_limit * 100))
+        self.context_limit.setToolTip(
+            "The list marks an agent whose conversation uses this share of its context window"
+        )
+        form.addRow("Mark an agent near its context limit from:", self.context_limit)
 
         notes = QGroupBox("Notify me when", self)
         notes_layout = QVBoxLayout(notes)
@@ -202,6 +211,7 @@ class SettingsDialog(QDialog):
             "agents.restart_delays": self.restart_delays.text().strip(),
             "agents.resume_max_age": self.resume_max_age.text().strip(),
             "agents.resume_cap_per_start": self.resume_cap.value(),
+            "agents.context_limit": self.context_limit.value(),
         }
         for key, box in self.notify.items():
             out[f"notifications.{key}"] = box.isChecked()
@@ -222,6 +232,8 @@ class SettingsDialog(QDialog):
                     value = parse_delays(raw)
                 elif key == "agents.resume_max_age":
                     value = _number_or_text(raw)
+                elif key == "agents.context_limit":
+                    value = raw / 100  # stored as a share: 0.85
                 save_setting(self.config_path, key, value)
             except (ConfigError, ValueError) as exc:
                 self.show_error("Could not save a setting", str(exc))
