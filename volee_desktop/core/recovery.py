@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from . import events as ev
 from .durations import duration
-from .model import Agent, Harness, Mission, RequestKind
+from .model import Agent, Mission, RequestKind
 from .states import AgentState
 
 MACHINE_RESTARTED = "machine-restarted"
@@ -29,8 +29,6 @@ HOST_STOPPED = "host-stopped"
 TWICE_WINDOW = 600.0
 #: M38: a turn that ends normally after the program was up this long gives the budget back.
 BUDGET_UPTIME = 60.0
-#: Boot times read from /proc are whole seconds; psutil's may carry a fraction.
-BOOT_TOLERANCE = 1.0
 
 # Outcomes of RecoveryDecided (resume and relaunch are also the actions offered to people).
 RESUME = ev.RecoveryOutcome.RESUME
@@ -56,17 +54,6 @@ class Policy:
     def budget(self) -> int:
         """Automatic restarts allowed in a row: the length of ``restart_delays``."""
         return len(self.restart_delays)
-
-
-def cause_of(record_boot: float | None, current_boot: float | None) -> str:
-    """Why the host is gone: the machine restarted (boot times differ), or the host was stopped."""
-    if (
-        record_boot is not None
-        and current_boot is not None
-        and abs(record_boot - current_boot) > BOOT_TOLERANCE
-    ):
-        return MACHINE_RESTARTED
-    return HOST_STOPPED
 
 
 def cause_of_boot(same_boot: bool | None) -> str:
@@ -318,7 +305,7 @@ def decide_all(
 
 def session_written(agent: Agent) -> bool:
     """Whether the harness reported its session: it left ``launching`` (SessionStart came)."""
-    return agent.session is not None and agent.state is not AgentState.LAUNCHING
+    return agent.state is not AgentState.LAUNCHING
 
 
 def needs_recovery(agent: Agent) -> bool:
@@ -340,23 +327,23 @@ class ExitDecision:
     """What follows a program's end or a host's disappearance while the daemon runs."""
 
     agent: str
-    events_before: tuple[ev.Event, ...]  # ProgramExited or InterruptionDetected
+    events_before: tuple[ev.ProgramExited | ev.InterruptionDetected]
     restart: ev.RestartScheduled | None
-    state: AgentState | None
+    state: AgentState
     detail: str
 
     def events(self) -> list[ev.Event]:
-        """The events to commit, in order."""
-        out: list[ev.Event] = list(self.events_before)
+        """The events to commit, in order: the end, the restart if any, the state it implies."""
+        (end,) = self.events_before
+        out: list[ev.Event] = [end]
         if self.restart is not None:
             out.append(self.restart)
-        if self.state is not None:
-            at = self.events_before[0].at if self.events_before else 0.0
-            out.append(
-                ev.StateChanged(
-                    at=at, agent=self.agent, state=self.state, detail=self.detail, progress=False
-                )
+        # Nothing progressed: the age rule must keep seeing the last real progress.
+        out.append(
+            ev.StateChanged(
+                at=end.at, agent=self.agent, state=self.state, detail=self.detail, progress=False
             )
+        )
         return out
 
 
@@ -510,8 +497,3 @@ def budget_given_back(
 def may_restart_automatically(agent: Agent, mission: Mission | None = None) -> bool:
     """Never for a held agent nor one whose mission is over (a waiting restart is dropped)."""
     return not held_by_stop(agent) and not mission_over(agent, mission)
-
-
-def generic(agent: Agent) -> bool:
-    """The generic profile has no conversation: a restart relaunches its command."""
-    return agent.harness is Harness.GENERIC
