@@ -512,8 +512,12 @@ def test_a_host_gone_under_the_daemon_keeps_its_cause() -> None:
 def test_a_host_gone_under_the_daemon_without_a_restart_says_why(
     changes: dict[str, object], kw: dict[str, object], detail: str
 ) -> None:
-    d = vanished(working_agent(**changes), **kw)
+    agent = working_agent(**changes)
+    d = vanished(agent, **kw)
     assert (d.restart, d.state, d.detail) == (None, AgentState.STOPPED, detail)
+    assert d.events()[0] == ev.InterruptionDetected(
+        at=NOW, agent=A1, cause=rules.MACHINE_RESTARTED, state=agent.state
+    )
     assert [type(e) for e in d.events()] == [ev.InterruptionDetected, ev.StateChanged]
 
 

@@ -49,15 +49,10 @@ class Tables:
 
     def answer_to(self, question_id: str) -> Message | None:
         """The human's latest answer to a question, if any."""
-        best: Message | None = None
-        for message in self.messages.values():
-            if (
-                message.reply_to == question_id
-                and message.sender == HUMAN
-                and (best is None or (message.at, message.id) >= (best.at, best.id))
-            ):
-                best = message
-        return best
+        answers = [
+            m for m in self.messages.values() if m.reply_to == question_id and m.sender == HUMAN
+        ]
+        return max(answers, key=lambda m: (m.at, m.id), default=None)
 
 
 def urgency_key(agent: Agent) -> tuple[int, float, str]:
