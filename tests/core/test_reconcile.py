@@ -192,6 +192,31 @@ def test_state_follows_the_listing_when_the_coarse_category_differs() -> None:
     assert events == [ev.StateChanged(at=NOW, agent=A1, state=AgentState.IDLE, detail="")]
 
 
+def test_a_session_file_that_says_done_makes_an_idle_agent_done_unless_seen_since() -> None:
+    """codex/pi: the end of their session file says the turn ended (done), at the file's
+    time; an agent idle since before then is done, one the person saw done since stays."""
+    from volee_desktop.core.reconcile import ListedSession
+    from volee_desktop.core.states import Coarse
+
+    def pi_listing(done_at: float) -> Listing:
+        pi = ListedSession(
+            harness=Harness.PI, session=S1, pid=25069, cwd="/home/dev/src/proj3",
+            status=Coarse.IDLE, done=True, done_at=done_at,
+        )  # fmt: skip
+        return Listing(sessions=(pi,), complete=frozenset({Harness.PI}), taken_at=NOW)
+
+    events = [*watched_agent(st=AgentState.IDLE)]
+    events[0] = ev.AgentRegistered(**{**events[0].__dict__, "harness": Harness.PI})
+    idle_at_t0 = given(*events)
+    assert reconcile(idle_at_t0, pi_listing(T0 + 5), None, {25069}, NOW) == [
+        ev.StateChanged(at=NOW, agent=A1, state=AgentState.DONE)
+    ]
+    seen_after = given(
+        *events, state(A1, AgentState.DONE, at=T0 + 8), state(A1, AgentState.IDLE, at=T0 + 9)
+    )
+    assert reconcile(seen_after, pi_listing(T0 + 5), None, {25069}, NOW) == []
+
+
 def test_a_richer_state_from_hooks_is_never_overwritten_by_a_coarser_one() -> None:
     registry = given(
         *host_agent(),

@@ -80,6 +80,9 @@ class ListedSession:
     #: An idle session whose last turn ended with its answer (codex/pi session files say
     #: it): volee's ``done``, not ``idle``.
     done: bool = False
+    #: When that turn ended (the file's time): an agent idle since before then is done again,
+    #: one the person saw done since (idle after) stays idle.
+    done_at: float | None = None
     name: str = ""
     started_at: float | None = None  # seconds since the epoch
     finished: bool = False  # a completed or stopped background session (``--all``)
@@ -454,6 +457,13 @@ def _state_events(
         return [
             ev.StateChanged(at=now, agent=agent.id, state=state, detail="background session ended")
         ]
+    if (
+        session.done
+        and agent.state is AgentState.IDLE
+        and session.done_at is not None
+        and session.done_at > agent.state_since
+    ):
+        return [ev.StateChanged(at=now, agent=agent.id, state=AgentState.DONE)]
     if session.status is None or coarse(agent.state) is session.status:
         return []
     state, detail = listed_state(session.status, session.waiting_for, session.done)

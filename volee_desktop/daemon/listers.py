@@ -334,6 +334,7 @@ def scan_processes(now: float, home: Path | None = None) -> list[ListedSession]:
                 status=turn.status,
                 waiting_for=turn.waiting_for,
                 done=turn.done,
+                done_at=mtime if turn.done else None,
                 name=f"{os.path.basename(cwd) or harness}-{harness}",
                 started_at=started,
                 stand_in=meta is None,

@@ -86,6 +86,7 @@ class FolderWatch:
             self.failed = f"watchfiles is not installed ({exc})"
             log.warning("discovery: %s; listing on a clock instead", self.failed)
             return
+        armed_late = False
         try:
             while not self._stop.is_set():
                 base = await asyncio.to_thread(nearest_existing, target)
@@ -93,6 +94,11 @@ class FolderWatch:
                     self.failed = f"nothing of {target} exists"
                     return
                 if base == target:
+                    if armed_late:
+                        # It appeared while no watcher was on it: what was written in between
+                        # is only seen by a listing once this watcher is in place.
+                        loop = asyncio.get_running_loop()
+                        loop.call_later(2 * STEP_MS / 1000, self.notify, harness)
                     async for _changes in awatch(
                         target,
                         stop_event=self._stop,
@@ -105,6 +111,7 @@ class FolderWatch:
                         self.notify(harness)
                         if not target.is_dir():
                             break  # removed: wait for it again
+                    armed_late = True
                     continue
                 # Not there yet: wait for the next folder on the way to appear.
                 async for changes in awatch(
@@ -117,6 +124,7 @@ class FolderWatch:
                 ):
                     if any(_on_the_way(Path(p), target) for _change, p in changes):
                         break
+                armed_late = True
                 self.notify(harness)  # it may hold sessions already
         except asyncio.CancelledError:
             raise

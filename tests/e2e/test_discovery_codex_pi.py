@@ -1,0 +1,107 @@
+"""Discovery of the REAL pi started in a terminal outside volee, with no Claude Code installed
+(issue 16, item 4): found from its process and session file, done read from the file, woken
+by the watch of pi's sessions folder (no refresh, no interactive client)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_discovery_claude import submit
+from tests.fakes.fake_anthropic import FakeAnthropic
+from tests.fakes.harness_env import FAKE_MODEL, Sandbox, pi_env
+from tests.fakes.pty_program import PtyProgram
+from tests.polling import wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.pi]
+
+
+def volee(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "volee_desktop.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def quietly(env: dict[str, str]) -> list[dict[str, Any]]:
+    """What the daemon knows, asking for no listing (``--no-refresh``)."""
+    items: list[dict[str, Any]] = json.loads(volee(env, "ls", "--all", "--json", "--no-refresh"))
+    return items
+
+
+@pytest.fixture
+def pi_daemon(
+    real_sandbox: Sandbox, real_fake_anthropic: FakeAnthropic
+) -> Iterator[dict[str, str]]:
+    env = pi_env(real_sandbox.home, real_fake_anthropic.port, real_sandbox.project)
+    env["VOLEE_HOME"] = str(real_sandbox.root / "volee")
+    env.pop("VOLEE_CLAUDE_BIN", None)
+    env["PATH"] = "/usr/bin:/bin"  # no Claude Code anywhere
+    log = (real_sandbox.root / "daemon.log").open("w")
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "volee_desktop.cli", "daemon", "run"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_until(lambda: Path(env["VOLEE_HOME"], "run", "volee.sock").exists(), 15, "daemon")
+        yield env
+    finally:
+        daemon.terminate()
+        try:
+            daemon.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+        log.close()
+        print((real_sandbox.root / "daemon.log").read_text(errors="replace")[-4000:])
+
+
+def test_an_outside_pi_is_found_without_claude_code_and_shows_done_from_its_session_file(
+    real_pi: Path,
+    real_sandbox: Sandbox,
+    real_fake_anthropic: FakeAnthropic,
+    pi_daemon: dict[str, str],
+) -> None:
+    env = pi_daemon
+    status = json.loads(volee(env, "daemon", "status", "--json"))["extra"]["discovery"]
+    assert status["state"] == "on"
+    assert status["claude"].startswith("off: Claude Code not found")
+    program = PtyProgram([real_pi, "--model", f"fake/{FAKE_MODEL}"], real_sandbox.project, env)
+    try:
+        submit(program, real_fake_anthropic, "say hello")  # pi writes its file with its reply
+
+        def pi_done() -> dict[str, Any] | None:
+            return next(
+                (a for a in quietly(env) if a["harness"] == "pi" and a["state"] == "done"), None
+            )
+
+        agent = wait_until(pi_done, 30, "the pi session, done, found by the watch")
+        assert agent["pid"] == program.proc.pid
+        assert agent["location"] == "terminal"
+        assert not agent["session_id"].startswith("pid-")  # its own id, from its session file
+    except BaseException:
+        print("AGENTS", json.dumps(quietly(env)))
+        for a in quietly(env):
+            print("TIMELINE", volee(env, "timeline", a["id"]))
+        raise
+    finally:
+        print(program.screen()[-2000:])
+        program.close()
+    wait_until(
+        lambda: any(a["id"] == agent["id"] and a["state"] == "stopped" for a in quietly(env)),
+        20,
+        "its end (the exit watch)",
+    )
