@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
@@ -38,6 +39,17 @@ CONTEXT_W = 34  # the context bar's width
 NEAR_COLOUR = "#e8590c"
 
 
+@dataclass(frozen=True)
+class Fonts:
+    base: QFont
+    bold: QFont
+    fm: QFontMetrics
+    bfm: QFontMetrics
+    age_w: int  # "59 min"
+    since_w: int  # "for 59 min"
+    percent_w: int  # "100%"
+
+
 class AgentDelegate(QStyledItemDelegate):
     """Paints the list's rows; ``clock`` gives "now" for the time in state, ``compact`` picks
     one line per agent, ``context_limit`` the share from which an agent is marked."""
@@ -47,16 +59,31 @@ class AgentDelegate(QStyledItemDelegate):
         self.clock = clock
         self.compact = False
         self.context_limit = CONTEXT_LIMIT
+        self._fonts: dict[str, Fonts] = {}
+
+    def fonts(self, font: QFont) -> Fonts:
+        """The row's fonts and their metrics, made once per font (a paint makes none)."""
+        key = font.key()
+        fonts = self._fonts.get(key)
+        if fonts is None:
+            base = QFont(font)
+            bold = QFont(font)
+            bold.setBold(True)
+            fm, bfm = QFontMetrics(base), QFontMetrics(bold)
+            widths = [fm.horizontalAdvance(t) for t in ("59 min", "for 59 min", "100%")]
+            fonts = Fonts(base, bold, fm, bfm, *widths)
+            self._fonts[key] = fonts
+        return fonts
 
     def row_height(self, option: QStyleOptionViewItem) -> int:
-        line = QFontMetrics(option.font).height()
+        line = self.fonts(option.font).fm.height()
         return line + 6 if self.compact else 3 * line + 2 * PAD + 4
 
     def sizeHint(
         self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
     ) -> QSize:
         if isinstance(index.data(GroupRole), GroupHeader):
-            return QSize(320, QFontMetrics(option.font).height() + 8)
+            return QSize(320, self.fonts(option.font).fm.height() + 8)
         return QSize(320, self.row_height(option))
 
     def paint(
@@ -102,10 +129,9 @@ class AgentDelegate(QStyledItemDelegate):
         share = agent.context_share
         if share is None:
             return x
-        fm = QFontMetrics(painter.font())
         near = near_limit(agent, self.context_limit)
         label = f"{round(share * 100)}%"
-        label_w = fm.horizontalAdvance("100%")
+        label_w = self.fonts(painter.font()).percent_w
         colour = QColor(NEAR_COLOUR if near else "#1c7ed6")
         left = x - label_w - 4 - CONTEXT_W
         bar = QRect(left, y + h // 2 - 3, CONTEXT_W, 6)
@@ -126,13 +152,12 @@ class AgentDelegate(QStyledItemDelegate):
         shade = QColor(dim)
         shade.setAlphaF(0.10)
         painter.fillRect(rect, shade)
-        bold = QFont(option.font)
-        bold.setBold(True)
-        painter.setFont(bold)
+        fonts = self.fonts(option.font)
+        painter.setFont(fonts.bold)
         painter.setPen(QColor("#e8590c") if header.hidden else text)
         arrow = "" if header.hidden else ("▸ " if header.folded else "▾ ")
         words = arrow + header.text()
-        fm = QFontMetrics(bold)
+        fm = fonts.bfm
         left = rect.left() + PAD
         inner = QRect(left, rect.top(), rect.width() - 2 * PAD, rect.height())
         painter.drawText(inner, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, words)
@@ -140,7 +165,7 @@ class AgentDelegate(QStyledItemDelegate):
             x = left + fm.horizontalAdvance(words) + PAD
             painter.setFont(option.font)
             painter.setPen(dim)
-            path = QFontMetrics(option.font).elidedText(
+            path = fonts.fm.elidedText(
                 header.path, Qt.TextElideMode.ElideMiddle, max(0, rect.right() - PAD - x)
             )
             painter.drawText(
@@ -153,10 +178,8 @@ class AgentDelegate(QStyledItemDelegate):
     def _paint_compact(self, painter: QPainter, option: QStyleOptionViewItem, agent: Agent) -> None:
         rect: QRect = option.rect
         text, dim, selected = self._pens(option)
-        base = QFont(option.font)
-        bold = QFont(base)
-        bold.setBold(True)
-        fm, bfm = QFontMetrics(base), QFontMetrics(bold)
+        f = self.fonts(option.font)
+        base, bold, fm, bfm = f.base, f.bold, f.fm, f.bfm
         line = fm.height()
         top = rect.top() + (rect.height() - line) // 2
         left = rect.left() + PAD
@@ -170,7 +193,7 @@ class AgentDelegate(QStyledItemDelegate):
         painter.setFont(base)
         since = duration(self.clock() - agent.state_since)
         # A column as wide as "59 min": the context bars line up from row to row.
-        since_w = max(fm.horizontalAdvance(since), fm.horizontalAdvance("59 min"))
+        since_w = max(fm.horizontalAdvance(since), f.age_w)
         painter.setPen(dim)
         painter.drawText(
             QRect(right - since_w, top, since_w, line), Qt.AlignmentFlag.AlignRight, since
@@ -196,10 +219,8 @@ class AgentDelegate(QStyledItemDelegate):
         text, dim, selected = self._pens(option)
         colour = QColor(STATE_COLOUR[agent.state])
         painter.fillRect(QRect(rect.left(), rect.top() + 2, BAR, rect.height() - 4), colour)
-        base_font = QFont(option.font)
-        bold = QFont(base_font)
-        bold.setBold(True)
-        fm = QFontMetrics(base_font)
+        f = self.fonts(option.font)
+        base_font, bold, fm, bfm = f.base, f.bold, f.fm, f.bfm
         line = fm.height()
         left = rect.left() + BAR + PAD + 2
         right = rect.right() - PAD
@@ -208,14 +229,13 @@ class AgentDelegate(QStyledItemDelegate):
         # Line 1: name, markers, context share, time in state (right).
         since = "for " + duration(self.clock() - agent.state_since)
         painter.setFont(base_font)
-        since_w = max(fm.horizontalAdvance(since), fm.horizontalAdvance("for 59 min"))
+        since_w = max(fm.horizontalAdvance(since), f.since_w)
         painter.setPen(dim)
         painter.drawText(
             QRect(right - since_w, top, since_w, line), Qt.AlignmentFlag.AlignRight, since
         )
         end = self._context(painter, agent, right - since_w - PAD, top, line, dim)
         painter.setFont(bold)
-        bfm = QFontMetrics(bold)
         room = end - left
         name = bfm.elidedText(agent.name, Qt.TextElideMode.ElideRight, max(room // 2, room - 160))
         painter.setPen(text)
