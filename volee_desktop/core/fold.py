@@ -193,7 +193,7 @@ def _a_renamed(r: Tables, e: ev.AgentRenamed) -> None:
 
 def _a_released(r: Tables, e: ev.SessionReleased) -> None:
     agent = r.agents[e.agent]
-    r.sessions.pop(session_key(agent.harness, e.session), None)
+    del r.sessions[session_key(agent.harness, e.session)]  # validated: it is the agent's
     _put(r, _evolve(agent, sessions=tuple(s for s in agent.sessions if s != e.session)))
 
 

@@ -104,10 +104,10 @@ def _v_session(r: Tables, e: ev.SessionLinked) -> str | None:
     key = session_key(agent.harness, e.session)
     if key in r.ignored:
         gone = r.ignored[key]
-        return f"session {e.session} belonged to forgotten agent {r.names.get(gone, gone)}"
+        return f"session {e.session} belonged to forgotten agent {r.names[gone]}"
     owner = r.sessions.get(key)
     if owner is not None and owner != e.agent:
-        return f"session {e.session} already belongs to agent {r.names.get(owner, owner)} ({owner})"
+        return f"session {e.session} already belongs to agent {r.names[owner]} ({owner})"
     return None
 
 
