@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -150,9 +151,11 @@ def short_root() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def _named_process(name: str, cwd: Path) -> subprocess.Popen[bytes]:
-    # `exec -a` gives the process a command line whose argv[0] is the harness's name.
-    return subprocess.Popen(["bash", "-c", f"exec -a {name} sleep 60"], cwd=cwd)
+def _named_process(name: str, cwd: Path, home: Path) -> subprocess.Popen[bytes]:
+    # `exec -a` gives the process a command line whose argv[0] is the harness's name; it runs
+    # with the HOME whose session files discovery reads.
+    env = {**os.environ, "HOME": str(home)}
+    return subprocess.Popen(["bash", "-c", f"exec -a {name} sleep 60"], cwd=cwd, env=env)
 
 
 def test_live_codex_and_pi_processes_become_independent_agents(
@@ -166,7 +169,7 @@ def test_live_codex_and_pi_processes_become_independent_agents(
     day = home / ".codex" / "sessions" / time.strftime("%Y/%m/%d")
     day.mkdir(parents=True)
     meta = {"type": "session_meta", "payload": {"id": "019a-codex", "cwd": str(project)}}
-    procs = [_named_process("codex", project), _named_process("pi", project)]
+    procs = [_named_process("codex", project, home), _named_process("pi", project, home)]
     try:
         (day / "rollout-2026-11-30T10-00-00-019a-codex.jsonl").write_text(json.dumps(meta) + "\n")
         pi_dir = (
@@ -188,6 +191,10 @@ def test_live_codex_and_pi_processes_become_independent_agents(
         assert by_harness[Harness.PI].session == "019b-pi"
         assert by_harness[Harness.CODEX].pid == procs[0].pid
         assert by_harness[Harness.CODEX].status is Coarse.BUSY  # its file was just written
+        # The same programs under another HOME (another sandbox) are not this person's.
+        assert not [
+            s for s in scan_processes(time.time(), short_root / "other") if s.cwd == str(project)
+        ]
 
         listing = Listing(
             sessions=tuple(found), complete=frozenset({Harness.CODEX, Harness.PI}), taken_at=1.0

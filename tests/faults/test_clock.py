@@ -8,6 +8,7 @@ step) and ``time.time``; the boot id and the start ticks must not care.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,8 @@ def test_a_stand_in_session_keeps_its_id_when_the_clock_jumps(
 
     project = tmp_path / "p"
     project.mkdir()
-    proc = subprocess.Popen(["bash", "-c", "exec -a codex sleep 60"], cwd=project)
+    env = {**os.environ, "HOME": str(tmp_path / "h")}
+    proc = subprocess.Popen(["bash", "-c", "exec -a codex sleep 60"], cwd=project, env=env)
     real_iter = psutil.process_iter
 
     def stepped(seconds: float) -> Any:

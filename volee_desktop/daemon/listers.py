@@ -292,6 +292,20 @@ class SystemLister:
 # --- codex and pi: the process table and session folders ---------------------------------
 
 
+def _same_home(proc: psutil.Process, home: Path) -> bool:
+    """Whether the process runs with ``home`` as its HOME (unknown counts as the same)."""
+    try:
+        theirs = proc.environ().get("HOME")
+    except (psutil.Error, OSError):
+        return True
+    if not isinstance(theirs, str) or not theirs:
+        return True
+    try:
+        return Path(theirs).resolve() == home.resolve()
+    except OSError:
+        return theirs == str(home)
+
+
 def scan_processes(now: float, home: Path | None = None) -> list[ListedSession]:
     """Live codex and pi processes as listed sessions (best effort)."""
     home = home or Path(os.environ.get("HOME") or str(Path.home()))
@@ -312,6 +326,10 @@ def scan_processes(now: float, home: Path | None = None) -> list[ListedSession]:
         try:
             cwd = proc.cwd()
         except (psutil.Error, OSError):
+            continue
+        if not _same_home(proc, home):
+            # Its sessions are written under another HOME, which volee does not read (another
+            # sandbox, a test's own HOME): not a session of this person's.
             continue
         meta, mtime, path = _session_file(harness, home, cwd, started)
         if meta is not None and meta.subagent:
