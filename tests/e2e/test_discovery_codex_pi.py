@@ -7,16 +7,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.test_discovery_claude import submit
 from tests.fakes.fake_anthropic import FakeAnthropic
-from tests.fakes.harness_env import FAKE_MODEL, Sandbox, pi_env
-from tests.fakes.pty_program import PtyProgram
+from tests.fakes.fake_openai import FakeOpenAI
+from tests.fakes.harness_env import FAKE_MODEL, Sandbox, codex_env, pi_env
+from tests.fakes.pty_program import PtyProgram, submit
 from tests.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.pi]
@@ -105,3 +106,74 @@ def test_an_outside_pi_is_found_without_claude_code_and_shows_done_from_its_sess
         20,
         "its end (the exit watch)",
     )
+
+
+@pytest.fixture
+def codex_daemon(real_sandbox: Sandbox, real_fake_openai: FakeOpenAI) -> Iterator[dict[str, str]]:
+    env = codex_env(real_sandbox.home, real_fake_openai.port, real_sandbox.project)
+    env["VOLEE_HOME"] = str(real_sandbox.root / "volee")
+    env.pop("VOLEE_CLAUDE_BIN", None)
+    env["PATH"] = "/usr/bin:/bin"  # no Claude Code anywhere
+    log = (real_sandbox.root / "daemon.log").open("w")
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "volee_desktop.cli", "daemon", "run"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_until(lambda: Path(env["VOLEE_HOME"], "run", "volee.sock").exists(), 15, "daemon")
+        yield env
+    finally:
+        daemon.terminate()
+        try:
+            daemon.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+        log.close()
+        print((real_sandbox.root / "daemon.log").read_text(errors="replace")[-4000:])
+
+
+@pytest.mark.codex
+def test_an_outside_codex_is_found_without_claude_code_and_shows_done_from_its_rollout(
+    real_codex: Path,
+    real_sandbox: Sandbox,
+    real_fake_openai: FakeOpenAI,
+    codex_daemon: dict[str, str],
+) -> None:
+    env = codex_daemon
+    # --no-daemon: no shared background server (it would outlive the test).
+    program = PtyProgram([real_codex, "--no-daemon", "-a", "never"], real_sandbox.project, env)
+    try:
+        wait_until(lambda: "›" in program.screen() or ">" in program.screen(), 30, "codex's box")
+        program.type("say hello")
+        time.sleep(0.3)
+
+        def asked() -> bool:
+            program.type("\r")
+            deadline = time.monotonic() + 2
+            while time.monotonic() < deadline:
+                if real_fake_openai.requests("/v1/responses"):
+                    return True
+                time.sleep(0.05)
+            return False
+
+        wait_until(asked, 30, "codex to ask the model")
+
+        def codex_done() -> dict[str, Any] | None:
+            return next(
+                (a for a in quietly(env) if a["harness"] == "codex" and a["state"] == "done"),
+                None,
+            )
+
+        agent = wait_until(codex_done, 30, "the codex session, done, found by the watch")
+        assert agent["pid"] == program.proc.pid
+        assert agent["location"] == "terminal"
+        assert not agent["session_id"].startswith("pid-")  # its own id, from its rollout
+    except BaseException:
+        print("AGENTS", json.dumps(quietly(env)))
+        print(program.screen()[-2000:])
+        raise
+    finally:
+        program.close()
