@@ -10,14 +10,18 @@ from dataclasses import replace
 import pytest
 
 from volee_desktop.core import events as ev
+from volee_desktop.core import fold
 from volee_desktop.core.model import (
     HUMAN,
     Assessment,
     Delivery,
+    Harness,
+    LaunchSettings,
     Location,
     MessageKind,
     MissionKind,
     MissionStatus,
+    Receipt,
     Thread,
     ThreadKind,
     Verdict,
@@ -263,3 +267,40 @@ def test_a_route_refused_says_whom_agents_may_write_to() -> None:
         "parent, their children, their mission's coordinator and the agent that requested "
         "their mission"
     )
+
+
+def test_a_registered_agent_holds_how_and_where_it_was_launched() -> None:
+    # A resume uses the same launch settings: the registry keeps them.
+    launch = LaunchSettings(harness=Harness.CLAUDE, cwd="/src/wt", prompt="fix the bug")
+    registry = given(
+        registered(
+            A1,
+            launch=launch,
+            cwd="/src/wt",
+            worktree="/src/wt",
+            repo="/src",
+            branch="volee/fix",
+            location=Location.TERMINAL,
+        )
+    )
+    agent = registry.agents[A1]
+    assert (agent.launch, agent.cwd, agent.worktree, agent.repo, agent.branch) == (
+        launch,
+        "/src/wt",
+        "/src/wt",
+        "/src",
+        "volee/fix",
+    )
+    assert agent.location is Location.TERMINAL
+    assert when(given(), registered(A2, " ")) == "an agent needs a non-empty name"
+
+
+def test_the_fold_changes_only_the_fields_it_names_even_on_an_entitys_first_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(fold, "_FIELDS", {})  # as in a fresh process: no field seen yet
+    old = Receipt()
+    new = fold._evolve(old, delivered_at=1.0, read_at=2.0)  # every field at once
+    assert (new, old) == (Receipt(delivered_at=1.0, read_at=2.0), Receipt())
+    with pytest.raises(TypeError, match=r"^Receipt has no field\(s\) \['seen_at'\]$"):
+        fold._evolve(old, seen_at=3.0)
