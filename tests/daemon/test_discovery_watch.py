@@ -79,6 +79,22 @@ def test_a_codex_approval_request_is_waiting_with_the_command() -> None:
     assert (turn.status, turn.waiting_for) == (Coarse.WAITING, "permission for touch x")
 
 
+def test_a_codex_rollout_waiting_for_an_approval_of_the_real_codex_is_waiting() -> None:
+    # Captured from the real codex 0.171.0 (-a on-request) while its approval dialog was open:
+    # the rollout ends with the escalated call, and nothing says it waits.
+    lines = _lines("codex-rollout-waiting-approval.jsonl")
+    turn = session_turn(Harness.CODEX, lines)
+    assert (turn.status, turn.waiting_for) == (Coarse.WAITING, "permission for touch approved.txt")
+    # Answered: its output follows, and the turn works on (then ends).
+    output = {"type": "response_item", "payload": {"type": "function_call_output",
+                                                   "call_id": "c1", "output": "ok"}}  # fmt: skip
+    assert session_turn(Harness.CODEX, [*lines, json.dumps(output)]).status is Coarse.BUSY
+    # A call that stays in the sandbox runs at once: busy, not waiting.
+    plain = {"type": "response_item", "payload": {"type": "function_call", "name": "exec_command",
+                                                  "arguments": '{"cmd": "ls"}'}}  # fmt: skip
+    assert session_turn(Harness.CODEX, [*lines, json.dumps(plain)]).status is Coarse.BUSY
+
+
 def test_a_pi_session_says_busy_while_tools_run_then_done() -> None:
     lines = _lines("pi-0.73.1-session.jsonl")
     assert session_turn(Harness.PI, lines).done is True

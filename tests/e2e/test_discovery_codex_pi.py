@@ -177,3 +177,58 @@ def test_an_outside_codex_is_found_without_claude_code_and_shows_done_from_its_r
         raise
     finally:
         program.close()
+
+
+@pytest.mark.codex
+def test_an_outside_codex_waiting_for_an_approval_shows_waiting_with_its_command(
+    real_codex: Path,
+    real_sandbox: Sandbox,
+    real_fake_openai: FakeOpenAI,
+    codex_daemon: dict[str, str],
+) -> None:
+    env = codex_daemon
+    program = PtyProgram(
+        [real_codex, "--no-daemon", "-s", "workspace-write", "-a", "on-request"],
+        real_sandbox.project,
+        env,
+    )
+    prompt = (
+        'MCP: exec_command {"cmd": "touch approved.txt", '
+        '"sandbox_permissions": "require_escalated", "justification": "to make a file"}'
+    )
+    try:
+        wait_until(lambda: "›" in program.screen(), 30, "codex's box")
+        program.type(prompt)
+        time.sleep(0.3)
+
+        def asked() -> bool:
+            program.type("\r")
+            deadline = time.monotonic() + 2
+            while time.monotonic() < deadline:
+                if real_fake_openai.requests("/v1/responses"):
+                    return True
+                time.sleep(0.05)
+            return False
+
+        wait_until(asked, 30, "codex to ask the model")
+        wait_until(lambda: "would you like to run" in program.screen().lower(), 30, "its dialog")
+
+        def waiting() -> dict[str, Any] | None:
+            return next(
+                (
+                    a
+                    for a in quietly(env)
+                    if a["harness"] == "codex" and a["state"] == "needs-input"
+                ),
+                None,
+            )
+
+        agent = wait_until(waiting, 30, "the codex session, waiting, found by the watch")
+        assert agent["detail"] == "permission for touch approved.txt"
+        assert not (real_sandbox.project / "approved.txt").exists()
+    except BaseException:
+        print("AGENTS", json.dumps(quietly(env)))
+        print(program.screen()[-2000:])
+        raise
+    finally:
+        program.close()

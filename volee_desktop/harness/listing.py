@@ -225,7 +225,8 @@ def session_turn(harness: Harness, lines: Iterable[str]) -> Turn:
 
     codex 0.171 writes ``event_msg`` lines (``task_started`` ... ``task_complete``; an
     interrupted turn is ``turn_aborted``; an approval it waits for is an
-    ``*_approval_request``); pi 0.73 writes a ``message`` line per message, the
+    ``*_approval_request``, and a ``function_call`` asking to leave the sandbox that has no
+    output yet: see ``_codex_call``); pi 0.73 writes a ``message`` line per message, the
     assistant's carrying ``stopReason`` (``toolUse`` while it works, ``stop`` at the end).
     Lines that are not JSON (a line being written) are skipped.
     """
@@ -239,7 +240,12 @@ def session_turn(harness: Harness, lines: Iterable[str]) -> Turn:
             continue
         if harness is Harness.CODEX:
             payload = data.get("payload")
-            if data.get("type") != "event_msg" or not isinstance(payload, dict):
+            if not isinstance(payload, dict):
+                continue
+            if data.get("type") == "response_item":
+                turn = _codex_call(payload, turn)
+                continue
+            if data.get("type") != "event_msg":
                 continue
             kind = payload.get("type")
             if kind in _CODEX_DONE:
@@ -266,6 +272,34 @@ def session_turn(harness: Harness, lines: Iterable[str]) -> Turn:
             elif role in ("user", "assistant", "toolResult"):
                 turn = Turn(Coarse.BUSY)
     return turn
+
+
+def _codex_call(payload: dict[str, object], turn: Turn) -> Turn:
+    """A tool call in a codex rollout: one asking to leave the sandbox waits for the person.
+
+    codex 0.171 writes nothing for the approval dialog it shows (checked with the real codex,
+    ``-a on-request``): the rollout ends with the ``function_call`` whose arguments ask for
+    ``sandbox_permissions: require_escalated``, and its ``function_call_output`` comes only
+    once the person answered. So that call, last, is a wait for an approval."""
+    kind = payload.get("type")
+    if kind == "function_call_output":
+        return Turn(Coarse.BUSY)
+    if kind != "function_call":
+        return turn
+    try:
+        arguments = json.loads(str(payload.get("arguments") or "{}"))
+    except ValueError:
+        return Turn(Coarse.BUSY)
+    if (
+        not isinstance(arguments, dict)
+        or arguments.get("sandbox_permissions") != "require_escalated"
+    ):
+        return Turn(Coarse.BUSY)
+    command = arguments.get("cmd") or arguments.get("command")
+    if isinstance(command, list):
+        command = " ".join(str(c) for c in command)
+    what = f"permission for {command}" if isinstance(command, str) and command else "approval"
+    return Turn(Coarse.WAITING, waiting_for=what[:100])
 
 
 _NOT_SESSIONS = frozenset(
