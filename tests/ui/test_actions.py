@@ -192,3 +192,62 @@ def test_the_panel_offers_every_action_once() -> None:
     names = [a for a, _, _ in ACTIONS] + [a for a, _ in EXTRA_ACTIONS]
     assert sorted(names) == sorted(Action)
     assert [str(a) for a in ACTIONS[0][:1]] == ["open"]  # the names stay the strings they were
+
+
+def test_a_session_in_the_persons_terminal_is_moved_into_volee_once_it_left_it(
+    controller: Any, world: World, link: FakeDaemonLink, qtbot: Any, recorder: Any
+) -> None:
+    # Seed 002: the interface asks discovery for a listing every two seconds while it waits
+    # for a session to leave its terminal; then volee carries the session on in a host.
+    a = world.agent("mine", AgentState.WORKING, location=Location.TERMINAL)
+    link.push(ev.SessionLinked(at=world.tick(), agent=a, session="s-1", how=ev.LinkKind.DISCOVERED))
+    controller.actions.take_over_every = 0.02
+    refreshes: list[int] = []
+
+    def refresh(_params: dict[str, Any]) -> dict[str, Any]:
+        refreshes.append(1)
+        if len(refreshes) == 3:  # the person quit it in their terminal meanwhile
+            world.state(a, AgentState.STOPPED, "you left Claude Code")
+        return {"listed": True, "events": 0}
+
+    link.handlers["discovery.refresh"] = refresh
+    controller.panel.select(a)
+    assert controller.panel.buttons["resume"].isEnabled()
+    assert controller.panel.buttons["resume"].text() == "Move into volee"
+
+    controller.panel.trigger("resume")
+
+    assert recorder.confirms[-1][0] == "Move mine into volee?"
+    qtbot.waitUntil(lambda: "agents.resume" in link.methods(), timeout=5000)
+    assert len(refreshes) == 3
+    assert link.last("agents.resume").params == {"agent": a}
+    # Asked before it left, nothing was resumed: the refreshes came first.
+    methods = link.methods()
+    assert methods.index("agents.resume") > max(
+        i for i, m in enumerate(methods) if m == "discovery.refresh"
+    )
+
+
+def test_moving_into_volee_asks_first_and_no_means_no(
+    controller: Any, world: World, link: FakeDaemonLink, recorder: Any
+) -> None:
+    a = world.agent("mine", AgentState.WORKING, location=Location.TERMINAL)
+    link.push(ev.SessionLinked(at=world.tick(), agent=a, session="s-1", how=ev.LinkKind.DISCOVERED))
+    recorder.confirm_answer = False
+    controller.panel.select(a)
+    controller.panel.trigger("resume")
+    assert recorder.confirms
+    assert "discovery.refresh" not in link.methods()
+    assert "agents.resume" not in link.methods()
+
+
+def test_a_hidden_list_keeps_no_rebuild_pending(controller: Any, world: World, qtbot: Any) -> None:
+    # A rebuild left pending ran after the app closed, on a deleted view: SIGSEGV at random.
+    panel = controller.panel
+    panel.show()
+    qtbot.waitUntil(panel.isVisible)
+    world.agent("busy", AgentState.WORKING)
+    world.agent("busier", AgentState.WORKING)
+    panel.rows.schedule()
+    panel.hide()
+    assert not panel.rows._timer.isActive()

@@ -8,6 +8,7 @@ request.  The controller builds it with what it needs and keeps the composition.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from enum import StrEnum
@@ -27,6 +28,7 @@ from .focus import Focused, bring_forward, where
 from .link import DaemonLink
 from .looking import Looking
 from .tasks import Tasks
+from .texts import takes_over
 from .timeline import TimelineDialog
 
 log = logging.getLogger(__name__)
@@ -91,6 +93,10 @@ class AgentActions:
         self.before_window = before_window
         self.focus = focus
         self._fetching: set[str] = set()
+        self._taking_over: set[str] = set()
+        #: While a session is taken over: how often discovery is asked, and for how long.
+        self.take_over_every = 2.0
+        self.take_over_for = 600.0
         self._screen_method = "agents.output"
         self.windows: dict[str, AgentWindow] = {}
 
@@ -106,7 +112,7 @@ class AgentActions:
             Action.TERMINAL: self.open_terminal,
             Action.REPLY: self.reply_to,
             Action.STOP: lambda a: self.call("agents.stop", {"agent": a}),
-            Action.RESUME: lambda a: self.call("agents.resume", {"agent": a}),
+            Action.RESUME: self.resume,
             Action.FORGET: self.forget,
             Action.TIMELINE: self.show_timeline,
         }
@@ -119,6 +125,53 @@ class AgentActions:
         if action in OPENS_A_WINDOW:
             self.before_window()  # the tray's popup must not cover the window it opens
         handler(agent_id)
+
+    def resume(self, agent_id: str) -> None:
+        """Resume the agent; one that runs in the person's own terminal is taken over."""
+        agent = self.registry().agents.get(agent_id)
+        if agent is None or not takes_over(agent):
+            self.call("agents.resume", {"agent": agent_id})
+            return
+        if agent_id in self._taking_over:
+            return
+        if not self.confirm(
+            f"Move {agent.name} into volee?",
+            f"{agent.name} runs in your own terminal. Quit it there (/exit in Claude Code): "
+            "as soon as it has left, volee carries its session on in a host of its own, which "
+            "you can answer from the list, the tray and notifications.",
+        ):
+            return
+        self._taking_over.add(agent_id)
+        self.tasks.spawn(self.take_over(agent_id), f"take over {agent_id}")
+
+    async def take_over(self, agent_id: str) -> None:
+        """Wait for the session to leave its terminal, then resume it in a host.
+
+        While it waits, the interface asks discovery for a fresh listing every two seconds
+        (seed 002: ``discovery.refresh`` "every two seconds while it waits for a session to
+        leave its terminal"), so the end is seen at once; it gives up after ten minutes."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.take_over_for
+        agent = self.registry().agents.get(agent_id)
+        try:
+            while loop.time() < deadline:
+                await self.link().call("discovery.refresh", {})
+                agent = self.registry().agents.get(agent_id)
+                if agent is None:
+                    return  # forgotten meanwhile
+                if not (agent.state.live and agent.location is Location.TERMINAL):
+                    log.info("agent %s left its terminal: resuming it in a host", agent_id)
+                    self.call("agents.resume", {"agent": agent_id})
+                    return
+                await asyncio.sleep(self.take_over_every)
+            name = agent.name if agent is not None else agent_id
+            self.show_error(
+                f"{name} is still in its terminal",
+                "volee waited ten minutes for it to leave its terminal and stopped waiting. "
+                "Quit it there, then choose Move into volee again.",
+            )
+        finally:
+            self._taking_over.discard(agent_id)
 
     def open_agent(self, agent_id: str) -> None:
         """Attach in a terminal when the agent runs in a volee host, else show its output."""

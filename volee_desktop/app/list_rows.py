@@ -175,7 +175,11 @@ class ListRows(QAbstractListModel):
     def set_active(self, active: bool) -> None:
         """On screen (rebuild as things change) or not (rebuild when shown again)."""
         self.active = active
-        if active and self._dirty:
+        if not active:
+            # A rebuild still pending would run on a list nobody shows, maybe after its view
+            # was deleted (the app closing): a crash at random in the tests (SIGSEGV).
+            self._timer.stop()
+        elif self._dirty:
             self.flush()
 
     def schedule(self, *_: object) -> None:

@@ -7,7 +7,7 @@ import re
 import time
 
 from volee_desktop.core.durations import duration
-from volee_desktop.core.model import Agent, Mission
+from volee_desktop.core.model import Agent, Location, Mission
 from volee_desktop.core.states import AgentState
 
 STATE_LABEL: dict[AgentState, str] = {
@@ -94,8 +94,22 @@ def markers(agent: Agent) -> list[str]:
 
 
 def action_label(agent: Agent) -> str:
-    """The label of the resume button: "Relaunch" when volee offers a relaunch."""
+    """The label of the resume button: "Relaunch" when volee offers a relaunch, "Move into
+    volee" for a session running in the person's own terminal."""
+    if takes_over(agent):
+        return "Move into volee"
     return "Relaunch" if agent.action == "relaunch" else "Resume"
+
+
+def takes_over(agent: Agent) -> bool:
+    """Whether resuming means taking over a session that runs in the person's own terminal
+    (once they quit it there, volee carries it on in a host of its own)."""
+    return (
+        agent.state.live
+        and agent.location is Location.TERMINAL
+        and agent.session is not None
+        and agent.harness.can_resume
+    )
 
 
 def can_stop(agent: Agent) -> bool:
@@ -103,7 +117,12 @@ def can_stop(agent: Agent) -> bool:
 
 
 def can_resume(agent: Agent) -> bool:
-    return not agent.state.live or agent.interrupted is not None or agent.action is not None
+    return (
+        not agent.state.live
+        or agent.interrupted is not None
+        or agent.action is not None
+        or takes_over(agent)
+    )
 
 
 def mission_label(mission: Mission | None, mission_id: str | None) -> str:
