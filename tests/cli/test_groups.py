@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import volee_desktop.cli
 from volee_desktop.cli import main
 
@@ -87,3 +89,34 @@ def test_the_groups_import_common_and_not_each_other() -> None:
                 names = {node.module} if node.module else {a.name for a in node.names}
                 found.extend(f"{path.stem} -> {n}" for n in names if n != "common")
     assert found == []
+
+
+@pytest.mark.parametrize(("flags", "refreshed"), [([], True), (["--no-refresh"], False)])
+def test_volee_ls_asks_discovery_for_a_fresh_listing_unless_told_not_to(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    refreshed: bool,
+) -> None:
+    # Seed 002: `volee ls` sends a discovery.refresh (answered at once when nothing is new).
+    from volee_desktop.cli import agents as cli_agents
+
+    calls: list[str] = []
+
+    class Client:
+        def __enter__(self) -> Client:
+            return self
+
+        def __exit__(self, *_exc: object) -> None:
+            return None
+
+        def call(self, method: str, **_params: object) -> object:
+            calls.append(method)
+            return [] if method == "agents.list" else {"listed": False, "fresh": True}
+
+    monkeypatch.setattr(cli_agents, "connect", lambda _dirs: Client())
+
+    assert main.main(["ls", "--json", *flags]) == 0
+
+    assert calls == (["discovery.refresh", "agents.list"] if refreshed else ["agents.list"])
+    assert capsys.readouterr().out.strip() == "[]"
