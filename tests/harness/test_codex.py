@@ -40,7 +40,8 @@ def overrides(argv: tuple[str, ...]) -> dict[str, object]:
 def test_launch_passes_trusted_hooks_as_overrides() -> None:
     plan = CodexProfile().launch("ag_1", S, context("/opt/codex"))
 
-    assert plan.argv[:2] == ("/opt/codex", "--dangerously-bypass-hook-trust")
+    # Its own codex: no shared background server outliving the agent.
+    assert plan.argv[:3] == ("/opt/codex", "--no-daemon", "--dangerously-bypass-hook-trust")
     assert plan.argv[-3:] == ("-m", "o3", "fix it")
     hooks = overrides(plan.argv)
     assert set(hooks) == {f"hooks.{name}" for name in HOOK_EVENTS}
@@ -79,7 +80,7 @@ def test_resume_is_codex_resume_with_the_same_settings() -> None:
     )
     plan = CodexProfile().resume("ag_1", settings, "01a2-thread", "next", context())
 
-    assert plan.argv[:3] == ("codex", "resume", "--dangerously-bypass-hook-trust")
+    assert plan.argv[:4] == ("codex", "resume", "--no-daemon", "--dangerously-bypass-hook-trust")
     assert plan.argv[-5:] == ("-s", "workspace-write", "--search", "01a2-thread", "next")
     assert "first" not in plan.argv
     assert plan.session_id == "01a2-thread"

@@ -157,7 +157,9 @@ class CodexProfile:
             raise Error(f"{exc} (codex {version})") from None
 
     def _flags(self, settings: LaunchSettings, ctx: LaunchContext) -> list[str]:
-        flags = ["--dangerously-bypass-hook-trust", *hook_overrides(ctx.hook_argv)]
+        # --no-daemon: each agent its own codex, no shared background server (which codex keeps
+        # running after the session ends: it would outlive every agent volee stops).
+        flags = ["--no-daemon", "--dangerously-bypass-hook-trust", *hook_overrides(ctx.hook_argv)]
         flags += permission_args(settings.permission_mode)
         if settings.model:
             flags += ["-m", settings.model]
