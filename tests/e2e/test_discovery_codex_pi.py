@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,15 +40,12 @@ def quietly(env: dict[str, str]) -> list[dict[str, Any]]:
     return items
 
 
-@pytest.fixture
-def pi_daemon(
-    real_sandbox: Sandbox, real_fake_anthropic: FakeAnthropic
-) -> Iterator[dict[str, str]]:
-    env = pi_env(real_sandbox.home, real_fake_anthropic.port, real_sandbox.project)
-    env["VOLEE_HOME"] = str(real_sandbox.root / "volee")
+def _daemon_without_claude(env: dict[str, str], root: Path) -> Iterator[dict[str, str]]:
+    """A real daemon with no Claude Code anywhere on its PATH; its log printed at the end."""
+    env["VOLEE_HOME"] = str(root / "volee")
     env.pop("VOLEE_CLAUDE_BIN", None)
     env["PATH"] = "/usr/bin:/bin"  # no Claude Code anywhere
-    log = (real_sandbox.root / "daemon.log").open("w")
+    log = (root / "daemon.log").open("w")
     daemon = subprocess.Popen(
         [sys.executable, "-m", "volee_desktop.cli", "daemon", "run"],
         env=env,
@@ -67,7 +63,15 @@ def pi_daemon(
             daemon.kill()
             daemon.wait()
         log.close()
-        print((real_sandbox.root / "daemon.log").read_text(errors="replace")[-4000:])
+        print((root / "daemon.log").read_text(errors="replace")[-4000:])
+
+
+@pytest.fixture
+def pi_daemon(
+    real_sandbox: Sandbox, real_fake_anthropic: FakeAnthropic
+) -> Iterator[dict[str, str]]:
+    env = pi_env(real_sandbox.home, real_fake_anthropic.port, real_sandbox.project)
+    yield from _daemon_without_claude(env, real_sandbox.root)
 
 
 def test_an_outside_pi_is_found_without_claude_code_and_shows_done_from_its_session_file(
@@ -111,28 +115,7 @@ def test_an_outside_pi_is_found_without_claude_code_and_shows_done_from_its_sess
 @pytest.fixture
 def codex_daemon(real_sandbox: Sandbox, real_fake_openai: FakeOpenAI) -> Iterator[dict[str, str]]:
     env = codex_env(real_sandbox.home, real_fake_openai.port, real_sandbox.project)
-    env["VOLEE_HOME"] = str(real_sandbox.root / "volee")
-    env.pop("VOLEE_CLAUDE_BIN", None)
-    env["PATH"] = "/usr/bin:/bin"  # no Claude Code anywhere
-    log = (real_sandbox.root / "daemon.log").open("w")
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", "volee_desktop.cli", "daemon", "run"],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        wait_until(lambda: Path(env["VOLEE_HOME"], "run", "volee.sock").exists(), 15, "daemon")
-        yield env
-    finally:
-        daemon.terminate()
-        try:
-            daemon.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
-        log.close()
-        print((real_sandbox.root / "daemon.log").read_text(errors="replace")[-4000:])
+    yield from _daemon_without_claude(env, real_sandbox.root)
 
 
 @pytest.mark.codex
@@ -147,19 +130,7 @@ def test_an_outside_codex_is_found_without_claude_code_and_shows_done_from_its_r
     program = PtyProgram([real_codex, "--no-daemon", "-a", "never"], real_sandbox.project, env)
     try:
         wait_until(lambda: "›" in program.screen() or ">" in program.screen(), 30, "codex's box")
-        program.type("say hello")
-        time.sleep(0.3)
-
-        def asked() -> bool:
-            program.type("\r")
-            deadline = time.monotonic() + 2
-            while time.monotonic() < deadline:
-                if real_fake_openai.requests("/v1/responses"):
-                    return True
-                time.sleep(0.05)
-            return False
-
-        wait_until(asked, 30, "codex to ask the model")
+        submit(program, real_fake_openai, "say hello", "/v1/responses")
 
         def codex_done() -> dict[str, Any] | None:
             return next(
@@ -198,19 +169,7 @@ def test_an_outside_codex_waiting_for_an_approval_shows_waiting_with_its_command
     )
     try:
         wait_until(lambda: "›" in program.screen(), 30, "codex's box")
-        program.type(prompt)
-        time.sleep(0.3)
-
-        def asked() -> bool:
-            program.type("\r")
-            deadline = time.monotonic() + 2
-            while time.monotonic() < deadline:
-                if real_fake_openai.requests("/v1/responses"):
-                    return True
-                time.sleep(0.05)
-            return False
-
-        wait_until(asked, 30, "codex to ask the model")
+        submit(program, real_fake_openai, prompt, "/v1/responses")
         wait_until(lambda: "would you like to run" in program.screen().lower(), 30, "its dialog")
 
         def waiting() -> dict[str, Any] | None:

@@ -85,20 +85,22 @@ class AskedModel(Protocol):
     def requests(self, path_prefix: str | None = None) -> list[dict[str, Any]]: ...
 
 
-def submit(program: PtyProgram, model: AskedModel, prompt: str) -> None:
-    """Type ``prompt`` into Claude Code and press Enter until the model has been asked it.
+def submit(program: PtyProgram, model: AskedModel, prompt: str, path: str = "/v1/messages") -> None:
+    """Type ``prompt`` into Claude Code (or codex: ``path="/v1/responses"``) and press Enter
+    until the model has been asked it.
 
     Keys typed while Claude Code is still starting reach it in one chunk with the Enter, which it
     may take as a paste (the Enter a newline in the box, nothing sent); an Enter on its own once
     the text is in the box sends it, and an extra Enter on an empty box does nothing.
     """
     program.type(prompt)
+    said = json.dumps(prompt)[1:-1]  # as it stands inside the request's JSON
 
     def asked() -> bool:
         program.type("\r")
         deadline = time.monotonic() + 2
         while time.monotonic() < deadline:
-            if any(prompt in json.dumps(r.get("body")) for r in model.requests("/v1/messages")):
+            if any(said in json.dumps(r.get("body")) for r in model.requests(path)):
                 return True
             time.sleep(0.05)
         return False
