@@ -102,6 +102,12 @@ class AgentHosts:
     def socket_of(self, agent_id: str) -> Path:
         return self.dirs.runtime / "hosts" / f"{agent_id[-10:]}.sock"
 
+    def remove_record(self, agent_id: str) -> None:
+        """Remove the host record of an agent and its host's log."""
+        path = self.record_of(agent_id)
+        for each in (path, path.with_suffix(".log")):
+            each.unlink(missing_ok=True)
+
     def files_of(self, agent_id: str) -> Path:
         return self.dirs.state / "agents" / agent_id
 

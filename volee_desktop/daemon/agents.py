@@ -164,8 +164,7 @@ class AgentsRunner(AgentHosts):
     async def drop_unstarted(self, agent: Agent) -> None:
         """Remove an agent whose first launch was refused before its program ran."""
         await self.service.commit([ev.AgentForgotten(at=self.now(), agent=agent.id)])
-        for path in (self.record_of(agent.id), self.record_of(agent.id).with_suffix(".log")):
-            path.unlink(missing_ok=True)
+        self.remove_record(agent.id)
         shutil.rmtree(self.files_of(agent.id), ignore_errors=True)
 
     async def api_send(self, _conn: Connection, params: dict[str, Any]) -> Any:
@@ -384,8 +383,7 @@ class AgentsRunner(AgentHosts):
         watcher = self.watchers.pop(agent.id, None)
         if watcher is not None:
             watcher.cancel()
-        for path in (self.record_of(agent.id), self.record_of(agent.id).with_suffix(".log")):
-            path.unlink(missing_ok=True)
+        self.remove_record(agent.id)
         shutil.rmtree(self.files_of(agent.id), ignore_errors=True)
         self.screens.forget(agent.id)
         return {"forgotten": agent.id, "name": agent.name}

@@ -14,7 +14,7 @@ from typing import Any
 from ..core.delivery import tidy_check
 from ..core.model import Agent
 from ..core.supervisor import reported
-from ..hosts.records import host_alive, record_path
+from ..hosts.records import host_alive
 from ..ipc.server import Connection, MethodTable
 from . import git
 from .agenthosts import read_quietly
@@ -29,19 +29,6 @@ def stale(agent: Agent) -> bool:
     d = agent.delivery
     last = max(agent.state_since, agent.activity_at or 0.0)
     return d is None or d.checked_at < last
-
-
-def drop_record(hosts: Path, agent_id: str) -> bool:
-    """Remove the record and log of a host whose program ended (seed: the daemon removes the
-    records of agents that are forgotten or tidied); a record whose program still runs stays
-    (the host needs it). A host that only lingers for late attachers needs it no more."""
-    path = record_path(hosts, agent_id)
-    record = read_quietly(path)
-    if record is not None and record.exit is None and host_alive(record):
-        return False
-    for each in (path, path.with_suffix(".log")):
-        each.unlink(missing_ok=True)
-    return True
 
 
 class Tidy:
@@ -98,4 +85,11 @@ class Tidy:
         return out
 
     def _drop_record(self, agent_id: str) -> None:
-        drop_record(self.agents.hosts_dir, agent_id)
+        """Remove the record and log of a host whose program ended (seed: the daemon removes
+        the records of agents that are forgotten or tidied); a record whose program still runs
+        stays (the host needs it). A host that only lingers for late attachers needs it no
+        more."""
+        record = read_quietly(self.agents.record_of(agent_id))
+        if record is not None and record.exit is None and host_alive(record):
+            return
+        self.agents.remove_record(agent_id)
