@@ -63,14 +63,16 @@ class EndPolicy(Protocol):
 class AgentHosts:
     """Launches and watches the hosts of agents; the commands live in ``AgentsRunner``."""
 
-    def __init__(self, ctx: Context, profiles: Mapping[str, Profile], ends: EndPolicy) -> None:
+    def __init__(
+        self, ctx: Context, profiles: Mapping[str, Profile], ends: EndPolicy, screens: Screens
+    ) -> None:
         self.service = ctx.service
         self.dirs = ctx.dirs
         self.clock = ctx.clock
         self.profiles = profiles
         self.ends = ends
         self.watchers: dict[str, asyncio.Task[None]] = {}
-        self.screens = Screens(ctx.dirs.state / "screens")
+        self.screens = screens
         self.volee_cmd: tuple[str, ...] = (sys.executable, "-m", "volee_desktop.cli")
         # Hooks run the shim file itself with -I -S: no site start-up, no package import; a
         # third of `volee hook`'s CPU on every hook of every agent (docs/decisions.md D5).

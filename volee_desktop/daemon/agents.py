@@ -44,6 +44,7 @@ from .errors import NotFound, Refused
 from .ids import fresh
 from .params import agent_param, bad, spawn_request, whole
 from .params import text as text_param
+from .screens import Screens
 from .sessions import can_continue, fresh_notice, fresh_prompt, launch_settings, lost_task
 from .spawn import SpawnRequest, make_worktree, slug
 from .views import agent_view
@@ -68,8 +69,10 @@ SCREEN_LINES = 60
 class AgentsRunner(AgentHosts):
     """Launches and watches hosts; the IPC methods for agents live here."""
 
-    def __init__(self, ctx: Context, profiles: Mapping[str, Profile], ends: EndPolicy) -> None:
-        super().__init__(ctx, profiles, ends)
+    def __init__(
+        self, ctx: Context, profiles: Mapping[str, Profile], ends: EndPolicy, screens: Screens
+    ) -> None:
+        super().__init__(ctx, profiles, ends, screens)
         self.config = ctx.config
         for name, fn in (
             ("agents.spawn", self.api_spawn),

@@ -50,6 +50,7 @@ from .mcphub import McpHub
 from .missions import MissionsRunner
 from .queries import Queries
 from .recovery import Exits, RecoveryRunner, policy_of
+from .screens import Screens
 from .service import Service
 from .snapshots import Snapshots, StartupFacts, load_registry
 from .subscriptions import Subscriptions
@@ -121,8 +122,10 @@ class Daemon:
             closing=self.closing,
         )
         # What an agent's end leads to: the hosts runner asks the recovery rules.
-        self.exits = Exits(service, clock, policy_of(config.agents))
-        self.agents = AgentsRunner(ctx, profiles, self.exits)
+        # Each agent's screen, rendered from its host's output; the last one kept after it ended.
+        screens = Screens(dirs.state / "screens")
+        self.exits = Exits(service, clock, policy_of(config.agents), screens)
+        self.agents = AgentsRunner(ctx, profiles, self.exits, screens)
         # Allow / deny / answer an agent's request, checked on its rendered screen.
         self.answers = Answers(ctx, self.agents)
         # The repository and branch of each agent's folder, from git (workspace-updated).

@@ -27,14 +27,13 @@ from ..core.model import VOLEE, Agent, MessageKind, Mission
 from ..core.states import AgentState
 from ..harness.base import Error as HarnessError
 from ..hosts.errors import Error as HostsError
-from ..hosts.launcher import HostClient
 from ..hosts.records import HostRecord, host_alive, same_boot
-from ..paths import check_private_dir
 from .agenthosts import read_quietly
 from .agents import AgentsRunner
 from .clock import Clock, Timer
 from .context import Context
 from .errors import Refused
+from .screens import Screens
 from .service import Service
 from .sessions import launch_settings
 
@@ -83,10 +82,13 @@ class Exits:
     (``signalled``): the start-up recovery decides them with the others.
     """
 
-    def __init__(self, service: Service, clock: Clock, policy: rules.Policy) -> None:
+    def __init__(
+        self, service: Service, clock: Clock, policy: rules.Policy, screens: Screens
+    ) -> None:
         self.service = service
         self.clock = clock
         self.policy = policy
+        self.screens = screens  # the last screen of a program that failed to launch says why
         self.starting = True
         self.signalled: list[tuple[Agent, HostRecord]] = []
 
@@ -116,7 +118,8 @@ class Exits:
         output = ""
         if fresh.state is AgentState.LAUNCHING and status.code:
             # Exited before it reported anything: what it printed says why (a usage error).
-            output = await asyncio.to_thread(last_output, record)
+            snapshot = await self.screens.snapshot(fresh.id)
+            output = "\n".join(snapshot.tail(20)) if snapshot is not None else ""
         decision = rules.decide_exit(
             fresh,
             code=status.code,
@@ -419,15 +422,3 @@ class RecoveryRunner:
             await self.agents.post(parent, VOLEE, text, MessageKind.NOTICE)
         except Refused as exc:
             log.warning("could not tell %s: %s", parent.name, exc)
-
-
-def last_output(record: HostRecord, lines: int = 20) -> str:
-    """The last lines the program printed, from its host while it lingers ("" when gone)."""
-    if not record.socket:
-        return ""
-    try:
-        # Never a socket outside volee's own private folders (the record may lie).
-        check_private_dir(Path(record.socket).parent)
-        return HostClient(record.socket, timeout=2.0).screen(lines)
-    except (HostsError, OSError, ValueError, KeyError):
-        return ""
