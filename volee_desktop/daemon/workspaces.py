@@ -24,13 +24,15 @@ from .service import Service
 log = logging.getLogger(__name__)
 
 
-def learned(agent: Agent, repo: str | None, branch: str | None) -> ev.WorkspaceUpdated | None:
+def learned(
+    agent: Agent, repo: str | None, branch: str | None, at: float = 0.0
+) -> ev.WorkspaceUpdated | None:
     """The event that records what git says of the agent's folder, when it says more (pure)."""
     new_repo = repo if repo and repo != agent.repo and not agent.worktree else None
     new_branch = branch if branch and branch != agent.branch else None
     if new_repo is None and new_branch is None:
         return None
-    return ev.WorkspaceUpdated(at=0.0, agent=agent.id, repo=new_repo, branch=new_branch)
+    return ev.WorkspaceUpdated(at=at, agent=agent.id, repo=new_repo, branch=new_branch)
 
 
 def read_git(folder: str) -> tuple[str | None, str | None]:
@@ -79,14 +81,8 @@ class Workspaces:
             agent = self.service.current().agents.get(agent_id)
             if agent is None:
                 return
-            found = learned(agent, repo, branch)
+            found = learned(agent, repo, branch, self.clock.now())
             if found is not None:
-                event = ev.WorkspaceUpdated(
-                    at=self.clock.now(),
-                    agent=agent_id,
-                    repo=found.repo,
-                    branch=found.branch,
-                )
-                await self.service.commit([event])
+                await self.service.commit([found])
         finally:
             self._checking.discard(agent_id)
