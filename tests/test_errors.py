@@ -18,7 +18,7 @@ ROOTS = {
     "app": "volee_desktop.app.errors.Error",
     "cli": "volee_desktop.cli.common.CliError",
     "loginitem": "volee_desktop.loginitem.base.LoginItemError",
-    "mcp": "volee_desktop.mcp.server.Error",
+    "mcp": "volee_desktop.mcp.protocol.Error",
 }
 
 

@@ -17,7 +17,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -80,6 +80,9 @@ class AgentHosts:
         # The MCP server a harness starts is a relay of the same kind (3 MiB, not 60 MB):
         # the daemon serves every agent's MCP session (daemon/mcphub.py).
         self.mcp_cmd: tuple[str, ...] = (sys.executable, "-I", "-S", str(MCP_RELAY))
+        # Where the daemon serves MCP over HTTP for an agent (daemon/mcphttp.py; None: not
+        # serving, the harness gets the relay): no process at all between Claude Code and it.
+        self.mcp_url: Callable[[str], str | None] = lambda _agent: None
         self.statusline_cmd: tuple[str, ...] = (sys.executable, "-I", "-S", str(STATUSLINE))
         # VOLEE_CLAUDE_BIN, VOLEE_CODEX_BIN, VOLEE_PI_BIN: the harness executables to use.
         self.binaries: dict[str, str] = {
@@ -143,6 +146,7 @@ class AgentHosts:
             binary=self.binaries.get(harness),
             hook=self.hook_cmd,
             mcp=self.mcp_cmd,
+            mcp_url=self.mcp_url(agent_id),
             statusline=self.statusline_cmd,
         )
 

@@ -46,6 +46,7 @@ from .errors import AlreadyRunning
 from .identity import HostRecords, Identifier
 from .intake import Intake
 from .listers import Lister, SystemLister, claude_binary, registry_signature
+from .mcphttp import McpHttp
 from .mcphub import McpHub
 from .missions import MissionsRunner
 from .queries import Queries
@@ -230,10 +231,13 @@ class Daemon:
                 clock=clock,
                 lister=lister,
             )
+            # Who each connection speaks for: the person, or the agent it descends from.
+            identify = Identifier(lambda: service.registry, HostRecords(dirs.hosts))
+            if serve:
+                # Before any agent starts (recovery launches some): their harness is given it.
+                await daemon.serve_mcp_http(identify)
             await daemon.take_over()
             if serve:
-                # Who each connection speaks for: the person, or the agent it descends from.
-                identify = Identifier(lambda: service.registry, HostRecords(dirs.hosts))
                 daemon.server = await IpcServer.start(dirs.socket, daemon.api, identify=identify)
             tasks.spawn(daemon.ingest_spool_now_and_then(), "spool")
         except BaseException:
@@ -259,6 +263,19 @@ class Daemon:
             facts.spooled,
         )
         return daemon
+
+    async def serve_mcp_http(self, identify: Identifier) -> None:
+        """MCP over HTTP for the agents' harnesses, where the OS says who holds a TCP socket
+        (daemon/mcphttp.py); elsewhere, or when it cannot listen, they keep the relay."""
+
+        def likely() -> list[int]:
+            return list(identify.programs(self.service.registry))
+
+        http = McpHttp(self.mcp, identify, likely, self.dirs.state / "mcp-http.port")
+        if await http.start():
+            self.agents.mcp_url = http.url
+            self.status_board.add("mcp_http", http.status)
+            self.closing.add(http.close)
 
     async def take_over(self) -> None:
         """Take back the hosts that still live, then start what runs after that: discovery,

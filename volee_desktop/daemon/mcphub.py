@@ -1,31 +1,36 @@
-"""The daemon's MCP side: one ``mcp`` SDK server for the sessions every agent's relay opens.
+"""The daemon's MCP side: one server (``mcp/protocol.py``) for every agent's MCP session.
 
-An agent's harness starts ``mcp/relay.py`` (stdlib only, ``-I -S``), which sends
-``mcp.session`` and then relays its stdio: the rest of that connection is one MCP
-session, served by ``mcp/server.py``'s tools.  Each tool runs the daemon's own methods
-*on the relay's connection*, so whatever the daemon decides from a connection (its
-caller) holds for the MCP tools too.  The SDK is imported at the first session (it
-costs about 40 MB and half a second of CPU), in a thread.
+A session reaches the daemon one of two ways:
 
-Who the session speaks for: the agent the daemon identified the relay's connection as
+- over HTTP (``daemon/mcphttp.py``): Claude Code on Linux posts each message to the
+  daemon's endpoint on 127.0.0.1, and the daemon knows the caller from the TCP peer;
+- through a relay (``mcp/relay.py``, stdlib only, ``-I -S``) that sends
+  ``mcp.session`` on the daemon's socket and then relays its stdio: the rest of that
+  connection is one session, a JSON-RPC message per line.
+
+Each tool runs the daemon's own methods *on the session's connection*, so whatever the
+daemon decides from a connection (its caller) holds for the MCP tools too.
+
+Who the session speaks for: the agent the daemon identified the connection as
 (``ipc.caller``, docs/trust-model.md); a relay whose ``VOLEE_AGENT`` says otherwise is
 that agent all the same, and the claim is recorded as refused in its timeline.  Only a
 relay the daemon takes for the person uses the ``agent`` it sends (never the person or
-volee itself): the person may act as one of their agents.
+volee itself): the person may act as one of their agents.  The HTTP endpoint serves
+agents only (a browser's page could reach 127.0.0.1, never the person's socket).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..core import events as ev
-from ..core.model import HUMAN, VOLEE, Harness
-from ..ipc.caller import caller_of
+from ..core.model import HUMAN, VOLEE
+from ..ipc.caller import Caller, caller_of
 from ..ipc.server import Connection, Handler, Takeover
+from ..mcp import protocol
+from ..mcp.tools import Session, server
 from .access import Audit
 from .context import Context
 from .errors import Forbidden
@@ -35,6 +40,8 @@ log = logging.getLogger(__name__)
 
 #: An MCP message longer than this closes the session (volee's tools exchange a few KiB).
 MAX_LINE = 8 << 20
+#: Requests of one line session answered at once; past it a request waits its turn.
+MAX_IN_FLIGHT = 16
 _CHUNK = 64 * 1024
 
 
@@ -67,28 +74,11 @@ class McpHub:
         self.tasks = ctx.tasks
         self.api = api
         self.audit = audit
+        self.server = server()
         self.live = 0
         self.opened = 0
-        self._loading: asyncio.Future[Any] | None = None
         ctx.methods.add("mcp.session", self.api_session)
         ctx.status.add("mcp", self.status)
-        self.service.listen(self._on_event)
-
-    def _on_event(self, _seq: int, event: ev.Event) -> None:
-        # A Claude Code agent starting will open a session in a moment: load the SDK now, so
-        # that its tools are there by the time it asks (Claude Code lists them at start).
-        if isinstance(event, ev.HostStarted) and self._loading is None:
-            agent = self.service.registry.agents.get(event.agent)
-            if agent is not None and agent.harness is Harness.CLAUDE:
-                self.tasks.spawn(self.sdk(), "mcp-sdk")
-
-    async def sdk(self) -> Any:
-        """``mcp/server.py`` (with the SDK), imported once, in a thread."""
-        if self._loading is None:
-            self._loading = asyncio.ensure_future(
-                asyncio.to_thread(importlib.import_module, "volee_desktop.mcp.server")
-            )
-        return await asyncio.shield(self._loading)
 
     def status(self) -> dict[str, int]:
         return {"sessions": self.live, "opened": self.opened}
@@ -101,13 +91,7 @@ class McpHub:
             # The daemon knows whose relay this is; what its environment says does not count.
             assert caller.agent is not None
             if agent not in (None, caller.agent):
-                what = {HUMAN: "the person", VOLEE: "volee"}.get(agent, f"agent {agent}")
-                name = self.service.registry.name_of(caller.agent) or caller.agent
-                refused = Forbidden(
-                    f"use volee's MCP tools as {what} (VOLEE_AGENT={agent})",
-                    f"forbidden: VOLEE_AGENT={agent}, but this relay is agent {name}'s",
-                )
-                await self.audit.refused(caller, "mcp.session", refused)
+                await self.claimed(caller, agent, f"VOLEE_AGENT={agent}")
             agent = caller.agent
         elif agent in (HUMAN, VOLEE):
             why = (
@@ -121,6 +105,29 @@ class McpHub:
 
         return Takeover({"session": True}, serve)
 
+    async def claimed(self, caller: Caller, claim: str | None, where: str) -> None:
+        """Record, in the caller's timeline, an MCP session that claimed another identity."""
+        assert caller.agent is not None
+        what = {HUMAN: "the person", VOLEE: "volee"}.get(claim or "", f"agent {claim}")
+        name = self.service.registry.name_of(caller.agent) or caller.agent
+        refused = Forbidden(
+            f"use volee's MCP tools as {what} ({where})",
+            f"forbidden: {where}, but this session is agent {name}'s",
+        )
+        await self.audit.refused(caller, "mcp.session", refused)
+
+    def session(self, conn: Connection, agent: str | None, why: str | None = None) -> Session:
+        """An MCP session speaking for ``agent``, calling the daemon as ``conn``."""
+
+        async def call(method: str, params: dict[str, Any]) -> Any:
+            return await self.api(conn, method, params)
+
+        return Session(agent, call) if why is None else Session(agent, call, why)
+
+    async def answer(self, message: Any, session: Session) -> dict[str, Any] | None:
+        """The server's reply to one MCP message of ``session``."""
+        return await self.server.handle(message, session)
+
     async def serve(
         self,
         conn: Connection,
@@ -129,17 +136,36 @@ class McpHub:
         agent: str | None,
         why: str | None,
     ) -> None:
-        module = await self.sdk()
+        """A relay's session: a message per line each way, requests answered as they end."""
+        session = self.session(conn, agent, why)
+        slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        running: set[asyncio.Task[None]] = set()
 
-        async def call(method: str, params: dict[str, Any]) -> Any:
-            return await self.api(conn, method, params)
+        async def one(line: bytes) -> None:
+            try:
+                try:
+                    reply = await self.answer(protocol.parse(line), session)
+                except protocol.RequestError as exc:
+                    reply = protocol.error_reply(None, exc.code, str(exc))
+                if reply is not None:
+                    await conn.write_raw(protocol.encode(reply) + b"\n")
+            except (ConnectionError, OSError) as exc:
+                log.debug("MCP session of %s: could not answer: %s", agent, exc)
+            finally:
+                slots.release()
 
-        session = module.Session(agent, call) if why is None else module.Session(agent, call, why)
         self.live += 1
         self.opened += 1
         try:
-            await module.serve(session, lines_of(rest, reader), conn.write_raw)
+            async for line in lines_of(rest, reader):
+                await slots.acquire()
+                task = asyncio.ensure_future(one(line))
+                running.add(task)
+                task.add_done_callback(running.discard)
         except (ConnectionError, OSError) as exc:
             log.debug("MCP session of %s ended: %s", agent, exc)
         finally:
             self.live -= 1
+            for task in list(running):
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)

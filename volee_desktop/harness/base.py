@@ -88,6 +88,9 @@ class LaunchContext:
     hook: tuple[str, ...] = ()
     # argv of the MCP relay (default: `volee mcp`); the daemon gives the lean `-I -S` form.
     mcp: tuple[str, ...] = ()
+    # The daemon's MCP endpoint for this agent over HTTP, when it serves one (Claude Code then
+    # needs no relay process; daemon/mcphttp.py).
+    mcp_url: str | None = None
     # argv of the status-line wrapper (cli/statusline.py, lean), before its arguments; empty:
     # volee sets no status line.
     statusline: tuple[str, ...] = ()

@@ -146,9 +146,11 @@ def has_conversation(session: str, env: Mapping[str, str]) -> bool:
     return False
 
 
-def mcp_config(relay: tuple[str, ...], agent_id: str) -> dict[str, Any]:
-    """The ``--mcp-config`` document: volee's MCP relay (``relay`` is its argv), knowing its
-    agent."""
+def mcp_config(relay: tuple[str, ...], agent_id: str, url: str | None = None) -> dict[str, Any]:
+    """The ``--mcp-config`` document: the daemon's endpoint at ``url`` when there is one,
+    else volee's MCP relay (``relay`` is its argv), knowing its agent."""
+    if url is not None:
+        return {"mcpServers": {MCP_SERVER: {"type": "http", "url": url}}}
     return {
         "mcpServers": {
             MCP_SERVER: {
@@ -189,7 +191,7 @@ class ClaudeProfile:
             document["statusLine"] = status_line(ctx.statusline, state, own)
         files = {
             settings_path: json.dumps(document, indent=2),
-            mcp_path: json.dumps(mcp_config(ctx.mcp_argv, agent_id), indent=2),
+            mcp_path: json.dumps(mcp_config(ctx.mcp_argv, agent_id, ctx.mcp_url), indent=2),
         }
         return argv, files
 
