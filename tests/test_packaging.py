@@ -229,7 +229,9 @@ def test_the_wheel_metadata_says_what_volee_needs_and_where_it_runs(wheel: Path)
     assert "Operating System :: MacOS" in classifiers
     assert not [c for c in classifiers if "Windows" in c]
     requires = meta.get_all("Requires-Dist") or []
-    assert "mcp>=2" in requires
+    # volee speaks MCP itself (mcp/protocol.py): the SDK is only the tests' client.
+    assert not [r for r in requires if r.startswith("mcp") and "extra" not in r]
+    assert 'mcp>=2; extra == "test"' in requires
     urls = meta.get_all("Project-URL") or []
     assert any(u.startswith("Homepage, https://") for u in urls)
 

@@ -296,7 +296,7 @@ RULES: dict[str, Rule] = {
     "missions.check": _anyone,
     "missions.workers": _workers,
     "caller": _anyone,
-    # The agent's MCP relay: its session speaks for the caller (daemon/mcphub.py).
+    # An MCP relay's session: it speaks for the caller (daemon/mcphub.py).
     "mcp.session": _anyone,
     # Its own hooks, messages, children, missions.
     "hook": _hook,

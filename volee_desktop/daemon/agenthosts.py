@@ -77,8 +77,8 @@ class AgentHosts:
         # Hooks run the shim file itself with -I -S: no site start-up, no package import; a
         # third of `volee hook`'s CPU on every hook of every agent (docs/decisions.md D5).
         self.hook_cmd: tuple[str, ...] = (sys.executable, "-I", "-S", str(HOOKSHIM))
-        # The MCP server a harness starts is a relay of the same kind (3 MiB, not 60 MB):
-        # the daemon serves every agent's MCP session (daemon/mcphub.py).
+        # Where there is no HTTP endpoint (mcp_url below), the MCP server a harness starts is
+        # a relay of the same kind (3 MiB, not 60 MB): the daemon serves every session.
         self.mcp_cmd: tuple[str, ...] = (sys.executable, "-I", "-S", str(MCP_RELAY))
         # Where the daemon serves MCP over HTTP for an agent (daemon/mcphttp.py; None: not
         # serving, the harness gets the relay): no process at all between Claude Code and it.

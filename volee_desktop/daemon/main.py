@@ -104,6 +104,7 @@ class Daemon:
         self.clock = clock
         self.started_at = clock.now()
         self.server: IpcServer | None = None
+        self.mcp_http: McpHttp | None = None
         self._stop = asyncio.Event()
 
         methods = MethodTable(f"this daemon ({__version__})")
@@ -140,7 +141,8 @@ class Daemon:
         self.discovery = self._discovery(lister)
         methods.add("discovery.refresh", self.discovery.api_refresh)
         self.status_board.add("discovery", self.discovery.status)
-        # The agents' MCP sessions run the daemon's methods on their relay's connection.
+        # The agents' MCP sessions (over HTTP or a relay) run the daemon's methods as their
+        # connection's caller.
         self.mcp = McpHub(ctx, self.api, self.audit)
         self.missions = MissionsRunner(ctx, self.agents)
         self.recovery = RecoveryRunner(ctx, self.agents, self.exits)
@@ -273,6 +275,7 @@ class Daemon:
 
         http = McpHttp(self.mcp, identify, likely, self.dirs.state / "mcp-http.port")
         if await http.start():
+            self.mcp_http = http
             self.agents.mcp_url = http.url
             self.status_board.add("mcp_http", http.status)
             self.closing.add(http.close)

@@ -67,7 +67,7 @@ async def lines_of(rest: bytes, reader: asyncio.StreamReader) -> AsyncIterator[b
 
 
 class McpHub:
-    """``mcp.session``: the sessions of the agents' relays."""
+    """The MCP server of the daemon: ``mcp.session`` for relays, ``answer`` for HTTP."""
 
     def __init__(self, ctx: Context, api: Handler, audit: Audit) -> None:
         self.service = ctx.service

@@ -1,9 +1,12 @@
 """``volee mcp``: the MCP server process a harness starts, a relay to the daemon (stdio <-> socket).
 
-Agents volee launches run this file directly (``python -I -S relay.py``, with
-``VOLEE_SOCKET`` and ``VOLEE_AGENT`` in its environment): stdlib only, no site
-start-up, about 3 MiB of its own memory.  The daemon runs the MCP protocol (the
-``mcp`` SDK) once for every agent (``volee_desktop/daemon/mcphub.py``); this
+Claude Code on Linux needs none: it speaks to the daemon's HTTP endpoint itself
+(``daemon/mcphttp.py``).  The relay is for the rest: the person's own MCP client
+(``volee mcp``), and Claude Code where the daemon cannot tell who holds a TCP
+socket (macOS).  Agents volee launches run this file directly (``python -I -S
+relay.py``, with ``VOLEE_SOCKET`` and ``VOLEE_AGENT`` in its environment): stdlib
+only, no site start-up, about 3 MiB of its own memory.  The daemon runs the MCP
+protocol once for every session (``mcp/protocol.py``, ``daemon/mcphub.py``); this
 process only moves lines.
 
 It opens the daemon's socket, asks for an MCP session (``mcp.session``, one request
