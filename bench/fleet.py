@@ -9,8 +9,9 @@ against the fake Anthropic server (each runs one turn, then idles), cheap generi
 
 1. the daemon alone: idle CPU (% of one core over ``--idle-seconds``) by part: the
    daemon with the children it reaped (discovery listings, git), the hosts, the MCP
-   relays, the hook shims (hooks seen meanwhile x CPU per hook);
-2. RSS and USS by part, and per agent (host + relay);
+   relays (none where Claude Code speaks MCP over HTTP to the daemon), the hook shims
+   (hooks seen meanwhile x CPU per hook);
+2. RSS and USS by part, per agent (host + relay), and how the agents reach volee's MCP;
 3. CPU per hook: the shim (``-I -S``, as agents run it) and the daemon's share;
 4. ``volee ls`` with nothing new: its two requests (discovery.refresh, agents.list), wall
    and daemon CPU per call;
@@ -315,6 +316,13 @@ def report(n: int, n_claude: int, args: argparse.Namespace, claude: Path | None)
                 f"  per agent USS: host {per_host:.2f} + relay {per_relay:.2f} = "
                 f"{per_host + per_relay:.2f} MiB (target <= 12; relay <= 6)"
             )
+        extra = (rig.status() or {}).get("extra", {})
+        http, relayed = extra.get("mcp_http") or {}, extra.get("mcp") or {}
+        print(
+            f"  MCP: {len(claude_agents)} Claude Code agents; over HTTP to the daemon: "
+            f"{http.get('connections', 0)} connections open ({http.get('url') or 'not serving'}); "
+            f"relay processes: {relays[3]}, relay sessions: {relayed.get('sessions', 0)}"
+        )
         rss_total = sum(v[0] for v in mem.values()) * MiB / MB
         pss_total = sum(v[1] for v in mem.values()) * MiB / MB
         print(f"  total RSS {rss_total:.0f} MB, PSS {pss_total:.0f} MB", end="")

@@ -6,10 +6,12 @@ tests are skipped, except the ones that need no other user.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
 import pwd
+import shutil
 import socket
 import stat
 import struct
@@ -259,4 +261,45 @@ async def test_an_agents_files_are_0600_in_0700_folders(fake_claude: Path) -> No
     finally:
         os.umask(old)
         await client.close()
+        await d.close()
+
+
+_POST = """
+import http.client, json, sys
+conn = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=30)
+body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+conn.request("POST", "/mcp/x", json.dumps(body), {"Content-Type": "application/json"})
+reply = conn.getresponse()
+print(reply.status, reply.read().decode())
+"""
+
+
+async def test_another_users_process_is_refused_by_the_mcp_endpoint(fake_claude: Path) -> None:
+    uid = _nobody()
+    # Not this venv's interpreter: it lives under root's home, which nobody cannot enter.
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    if python is None:
+        pytest.skip("no system python3 for another user to run")
+    d = await Daemon.start(dirs())
+    try:
+        assert d.mcp_http is not None
+        port = str(d.mcp_http.port)
+
+        def as_nobody() -> str:
+            done = subprocess.run(
+                [python, "-I", "-S", "-c", _POST, port],
+                user=uid,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                cwd="/",
+                check=True,
+            )
+            return done.stdout
+
+        out = await asyncio.to_thread(as_nobody)
+        assert out.startswith("403 ")
+        assert f"a process of uid {uid}" in out
+        assert d.mcp_http.status()["refused"] == 1
+    finally:
         await d.close()

@@ -257,12 +257,18 @@ class McpHttp:
 
         task.add_done_callback(done)
 
-    def caller(self, writer: asyncio.StreamWriter) -> tuple[PeerCredentials, Caller]:
+    async def caller(self, writer: asyncio.StreamWriter) -> tuple[PeerCredentials, Caller]:
+        """Who holds the other end: the socket and fd tables are read in a thread (file I/O,
+        no shared state); the identification proper runs here, on the loop, like the IPC
+        server's."""
         # asyncio's TransportSocket: the socket's names without its I/O.
         sock = writer.get_extra_info("socket")
-        peer = tcppeer.peer_of(sock, self.likely()) if sock is not None else None
-        if peer is None or peer.uid < 0:
-            return PeerCredentials(-1, None, None), Caller.person(None, "no such socket")
+        if sock is None:
+            return PeerCredentials(-1, None, None), Caller.person(None, "no socket")
+        likely = list(self.likely())
+        peer = await asyncio.to_thread(tcppeer.peer_of, sock, likely)
+        if peer.uid < 0:
+            return peer, Caller.person(None, "the kernel lists no such connection")
         if peer.uid != os.geteuid():
             return peer, Caller.person(None, f"a process of uid {peer.uid}")
         if peer.pid is None:
@@ -270,7 +276,7 @@ class McpHttp:
         return peer, self.identify(peer)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer, caller = await asyncio.to_thread(self.caller, writer)
+        peer, caller = await self.caller(writer)
         conn = Connection(writer, peer, 1 << 20, caller)
         claimed: set[str] = set()
         first = True
