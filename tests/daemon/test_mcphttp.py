@@ -178,6 +178,13 @@ async def test_another_agents_name_in_the_url_is_recorded_and_the_caller_stays_i
     assert len(refused) == 1
     assert f"the URL says /mcp/{other['id']}" in refused[0]["reason"]
 
+    posing, _ = await as_agent(daemon, tmp_path, requests[:1], name="posing", path="human")
+    senders = {m.sender for m in daemon.service.registry.messages.values()}
+    assert senders == {agent, posing}
+    timeline = await call(daemon, "agents.timeline", agent=posing)
+    (refused,) = [e for e in timeline if e.get("type") == "request-refused"]
+    assert "use volee's MCP tools as the person (the URL says /mcp/human)" in refused["reason"]
+
 
 async def test_bad_requests_get_a_clear_http_error_and_the_endpoint_goes_on(
     daemon: Daemon, tmp_path: Path
