@@ -47,6 +47,7 @@ from ..ipc.server import Connection
 from ..ipc.transport import PeerCredentials
 from ..mcp import protocol
 from ..mcp.protocol import VERSIONS
+from .errors import Error
 from .mcphub import McpHub
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ _REASONS = {
 }
 
 
-class HttpError(Exception):
+class HttpError(Error):
     """A request this endpoint answers with an HTTP error (status, and a message in words)."""
 
     def __init__(self, status: int, message: str, *, close: bool = False) -> None:
