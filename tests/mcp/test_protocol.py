@@ -206,3 +206,52 @@ def test_volees_tools_each_have_a_description_and_an_object_schema() -> None:
     required = {t.name: t.listing()["inputSchema"]["required"] for t in TOOLS}
     assert required["post_message"] == ["to", "body"]
     assert required["list_workers"] == []
+
+
+async def test_each_refusal_says_what_is_wrong_and_keeps_the_request_id(
+    srv: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    batch = await srv.handle([], None)
+    assert batch == protocol.error_reply(
+        None, protocol.INVALID_REQUEST, "a JSON-RPC message is one JSON object"
+    )
+    bad_id = await srv.handle({"jsonrpc": "2.0", "id": None, "method": "ping"}, None)
+    assert bad_id == protocol.error_reply(
+        None, protocol.INVALID_REQUEST, "a request's id is a string or a number"
+    )
+    bad_params = await ask(srv, "ping", params="x", rid=7)
+    assert bad_params == protocol.error_reply(
+        7, protocol.INVALID_PARAMS, "params must be an object"
+    )
+    unknown = await ask(srv, "nope", rid=8)
+    assert unknown == protocol.error_reply(
+        8, protocol.METHOD_NOT_FOUND, "this server has no method 'nope'"
+    )
+    unhashable = await ask(srv, "tools/call", {"name": ["echo"]}, rid=9)
+    assert unhashable["error"]["code"] == protocol.INVALID_PARAMS
+    with caplog.at_level("ERROR", logger="volee_desktop.mcp.protocol"):
+        crashed = await ask(srv, "tools/call", {"name": "echo", "arguments": {"text": "crash"}}, 10)
+    assert crashed == protocol.error_reply(
+        10, protocol.INTERNAL_ERROR, "tools/call failed inside volee"
+    )
+    assert [r.getMessage() for r in caplog.records] == ["the MCP request tools/call failed"]
+    assert caplog.records[0].exc_info is not None
+
+
+async def test_a_long_bad_value_is_cut_at_80_characters_in_the_message(srv: Server) -> None:
+    value = "y" * 200
+    reply = await ask(srv, "tools/call", {"name": "echo", "arguments": {"text": "x", "to": value}})
+    said = reply["result"]["content"][0]["text"]
+    assert said == f"'to' must be a list of strings, not {json.dumps(value)[:80]}"
+
+
+def test_the_text_is_indented_json_with_the_characters_as_they_are() -> None:
+    value = {"body": "café", "to": ["a", "b"]}
+    text = protocol.result_of(value)["content"][0]["text"]
+    assert text == '{\n  "body": "café",\n  "to": [\n    "a",\n    "b"\n  ]\n}'
+    assert protocol.encode({"a": [1, 2], "b": "é"}) == '{"a":[1,2],"b":"é"}'.encode()
+
+
+def test_a_parse_error_says_why() -> None:
+    with pytest.raises(RequestError, match=r"^not JSON: Expecting"):
+        protocol.parse(b"{nope")

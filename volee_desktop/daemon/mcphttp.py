@@ -268,8 +268,8 @@ class McpHttp:
             return PeerCredentials(-1, None, None), Caller.person(None, "no socket")
         likely = list(self.likely())
         peer = await asyncio.to_thread(tcppeer.peer_of, sock, likely)
-        if peer.uid < 0:
-            return peer, Caller.person(None, "the kernel lists no such connection")
+        if peer is None:
+            return PeerCredentials(-1, None, None), Caller.person(None, "no such connection")
         if peer.uid != os.geteuid():
             return peer, Caller.person(None, f"a process of uid {peer.uid}")
         if peer.pid is None:

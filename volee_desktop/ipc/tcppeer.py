@@ -39,9 +39,9 @@ class Named(Protocol):
 PROC = Path("/proc")
 
 
-def supported() -> bool:
+def supported(proc: Path = PROC) -> bool:
     """Whether this system says who holds a TCP socket (Linux with ``/proc/net/tcp``)."""
-    return sys.platform.startswith("linux") and (PROC / "net" / "tcp").exists()
+    return sys.platform.startswith("linux") and (proc / "net" / "tcp").exists()
 
 
 @dataclass(frozen=True)
@@ -108,18 +108,21 @@ def holder(inode: int, likely: Iterable[int], proc: Path = PROC) -> int | None:
     return None
 
 
-def peer_of(sock: Named, likely: Iterable[int] = (), proc: Path = PROC) -> PeerCredentials:
+def peer_of(
+    sock: Named, likely: Iterable[int] = (), proc: Path = PROC
+) -> PeerCredentials | None:
     """Who holds the other end of ``sock``, a TCP connection this process accepted on the
-    loopback: its uid (-1 when the kernel lists no such socket) and pid (None: not found)."""
-    here = sock.getsockname()[:2]
-    there = sock.getpeername()[:2]
+    loopback: its uid and pid (None: no process of this user holds it); None when the
+    kernel lists no such connection."""
+    here = tuple(sock.getsockname())
+    there = tuple(sock.getpeername())
     try:
         table = (proc / "net" / "tcp").read_text()
     except OSError:
-        return PeerCredentials(-1, None, None)
+        return None
     found = find_socket(table, there, here)
     if found is None:
-        return PeerCredentials(-1, None, None)
+        return None
     if found.uid != os.geteuid():
         return PeerCredentials(found.uid, None, None)  # another user's: refused by its uid
     return PeerCredentials(found.uid, holder(found.inode, likely, proc), None)
