@@ -108,9 +108,7 @@ def holder(inode: int, likely: Iterable[int], proc: Path = PROC) -> int | None:
     return None
 
 
-def peer_of(
-    sock: Named, likely: Iterable[int] = (), proc: Path = PROC
-) -> PeerCredentials | None:
+def peer_of(sock: Named, likely: Iterable[int] = (), proc: Path = PROC) -> PeerCredentials | None:
     """Who holds the other end of ``sock``, a TCP connection this process accepted on the
     loopback: its uid and pid (None: no process of this user holds it); None when the
     kernel lists no such connection."""
