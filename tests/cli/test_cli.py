@@ -153,3 +153,20 @@ def test_the_app_without_a_desktop_says_what_to_run_instead() -> None:
     assert result.returncode == 2
     assert "needs a desktop session" in result.stderr
     assert "volee daemon run" in result.stderr
+
+
+def test_daemon_status_says_how_agents_reach_the_mcp_tools_in_words() -> None:
+    from volee_desktop.cli.daemon import part_text
+
+    http = {"url": "http://127.0.0.1:4/mcp/", "moved_from": None, "connections": 2}
+    http |= {"requests": 9, "refused": 1}
+    assert part_text("mcp_http", http) == (
+        "over HTTP at http://127.0.0.1:4/mcp/: 2 connections open, 9 requests, 1 refused"
+    )
+    moved = part_text("mcp_http", {**http, "moved_from": 3})
+    assert moved.endswith(
+        "; port 3 was taken: agents started before lost volee's tools until they are resumed"
+    )
+    assert part_text("mcp", {"sessions": 1, "opened": 4}) == "relays: 1 sessions open (4 opened)"
+    assert part_text("discovery", {"state": "on"}) == '{"state": "on"}'
+    assert part_text("missions", "0 open") == "0 open"

@@ -135,13 +135,33 @@ def cmd_daemon_status(args: argparse.Namespace) -> int:
     for problem in status.get("config_problems", []):
         print(f"  config: {problem} (default used)")
     for name, part in status.get("extra", {}).items():
-        print(f"  {name:<10} {part if isinstance(part, str) else json.dumps(part)}")
+        print(f"  {name:<10} {part_text(name, part)}")
     if login is not None:
         print(f"  login item {login.get('summary', login)}")
     notes = status["notifications"]
     if notes["problem"]:
         print(f"  notifications cannot be shown: {notes['problem']}")
     return 0
+
+
+def part_text(name: str, part: Any) -> str:
+    """A status part in words where volee has them (the MCP ones), else its JSON."""
+    if isinstance(part, str):
+        return part
+    if name == "mcp_http" and isinstance(part, dict):
+        text = (
+            f"over HTTP at {part.get('url')}: {part.get('connections', 0)} connections open, "
+            f"{part.get('requests', 0)} requests, {part.get('refused', 0)} refused"
+        )
+        if part.get("moved_from"):
+            text += (
+                f"; port {part['moved_from']} was taken: agents started before lost volee's "
+                "tools until they are resumed"
+            )
+        return text
+    if name == "mcp" and isinstance(part, dict):
+        return f"relays: {part.get('sessions', 0)} sessions open ({part.get('opened', 0)} opened)"
+    return json.dumps(part)
 
 
 def _notifications_status() -> dict[str, Any]:
