@@ -163,3 +163,15 @@ def test_an_unreadable_record_is_a_clear_error(tmp_path: Path, text: str) -> Non
     path.write_text(text)
     with pytest.raises(RecordError, match=f"host record {path} is not a valid record"):
         read_record(path)
+
+
+def test_signals_are_named_as_python_names_them() -> None:
+    # recordio reads the names from _signal (signal imports enum: a MiB of every host).
+    for number in range(1, 129):
+        try:
+            expected = signal.Signals(number).name
+        except ValueError:
+            continue
+        assert recordio.signal_words(number) == expected
+    assert recordio.signal_words(signal.SIGABRT) == "SIGABRT"  # not its alias SIGIOT
+    assert recordio.signal_words(signal.SIGCHLD) == "SIGCHLD"

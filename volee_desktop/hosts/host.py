@@ -23,26 +23,34 @@ Life of a host:
    group, SIGKILL after a grace) and records ``host_signal`` in the exit, so the daemon can
    tell a machine stopping from the program ending by itself.
 
-Stdlib only, one thread, ``selectors``: a host runs for every agent and must stay small
-(target <= 6 MiB USS).  Never import the daemon, store, core or ``dataclasses`` here.
+Stdlib only, one thread, one ``poller``: a host runs for every agent and must stay small
+(target <= 6 MiB USS).  Never import the daemon, store, core or ``dataclasses`` here, nor
+``json``, ``socket``, ``signal`` or ``selectors``: they pull in ``re`` and ``enum``, 1.5 MiB of
+every host.  The host uses their C halves (``_socket``, ``_signal``, ``leanjson`` over
+``_json``, ``poller`` over ``select.epoll``); ``tests/hosts/test_lean.py`` keeps it so.
 """
 
 from __future__ import annotations
 
+import _socket
 import errno
-import json
 import os
-import selectors
-import signal
-import socket
 import struct
 import sys
 import time
 
-from volee_desktop.hosts import recordio, wire
+from volee_desktop.hosts import leanjson, recordio, wire
+from volee_desktop.hosts.poller import EVENT_READ, EVENT_WRITE, Poller
 from volee_desktop.hosts.requests import Requests, _Client
 from volee_desktop.hosts.ring import Ring
 from volee_desktop.hosts.spawn import HOST_SIGNALS, become_subreaper, spawn_in_pty
+
+# Not typing.TYPE_CHECKING: importing typing would cost every host its memory.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal as _signal  # _signal has no stubs: it is signal's C half
+else:
+    import _signal
 
 SCROLLBACK_BYTES = 256 * 1024
 # A client that stops reading while the program prints is dropped past this much backlog.
@@ -51,7 +59,7 @@ DEFAULT_LINGER = 2.0
 HANGUP_GRACE = 3.0
 PASTE_ON = b"\x1b[?2004h"
 PASTE_OFF = b"\x1b[?2004l"
-_SIGNALS = HOST_SIGNALS
+_SIGNALS = {getattr(_signal, name): name for name in HOST_SIGNALS}  # number: name
 
 
 def _log(msg: str) -> None:
@@ -62,10 +70,10 @@ def _log(msg: str) -> None:
         pass
 
 
-def _peer_uid(sock: socket.socket) -> int | None:
+def _peer_uid(sock: _socket.socket) -> int | None:
     """The uid of the process at the other end of a Unix socket, or None if unknown."""
-    if hasattr(socket, "SO_PEERCRED"):
-        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    if hasattr(_socket, "SO_PEERCRED"):
+        creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, struct.calcsize("3i"))
         return int(struct.unpack("3i", creds)[1])
     if sys.platform == "darwin":
         # LOCAL_PEERCRED (SOL_LOCAL=0, option 1) returns a struct xucred.
@@ -106,9 +114,9 @@ class Host(Requests):
         self.paste_mode = False
         self._paste_tail = b""
         self.to_pty = bytearray()
-        self.sel = selectors.DefaultSelector()
+        self.sel = Poller()
         self.clients: dict[int, _Client] = {}
-        self.listener: socket.socket | None = None
+        self.listener: _socket.socket | None = None
         self.exit: dict[str, object] | None = None
         self.stop_requested = False
         self.host_signal: str | None = None
@@ -167,7 +175,7 @@ class Host(Requests):
 
     def write_record(self) -> None:
         try:
-            recordio.write_json_atomic(self.record_path, json.dumps(self.record, indent=1))
+            recordio.write_json_atomic(self.record_path, leanjson.dumps(self.record, indent=1))
         except OSError as exc:
             _log(f"cannot write record {self.record_path}: {exc}")
 
@@ -178,7 +186,7 @@ class Host(Requests):
         folder = os.path.dirname(self.socket_path)
         os.makedirs(folder, mode=0o700, exist_ok=True)
         os.chmod(folder, 0o700)
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             probe.connect(self.socket_path)
         except OSError:
@@ -191,7 +199,7 @@ class Host(Requests):
             os.unlink(self.socket_path)
         except FileNotFoundError:
             pass
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         old = os.umask(0o177)
         try:
             sock.bind(self.socket_path)
@@ -201,7 +209,7 @@ class Host(Requests):
         sock.listen(16)
         sock.setblocking(False)
         self.listener = sock
-        self.sel.register(sock, selectors.EVENT_READ, self._on_accept)
+        self.sel.register(sock.fileno(), EVENT_READ, self._on_accept)
 
     def run(self) -> None:
         """Serve until the program has ended and the linger is over."""
@@ -209,18 +217,18 @@ class Host(Requests):
         os.set_blocking(sig_r, False)
         os.set_blocking(sig_w, False)
         self._sig_r = sig_r
-        signal.set_wakeup_fd(sig_w)
-        for name in ("SIGCHLD", *_SIGNALS):
-            signal.signal(getattr(signal, name), lambda *_: None)
-        self.sel.register(sig_r, selectors.EVENT_READ, self._on_signal)
-        self.sel.register(self.master, selectors.EVENT_READ, self._on_master)
+        _signal.set_wakeup_fd(sig_w)
+        for signum in (_signal.SIGCHLD, *_SIGNALS):
+            _signal.signal(signum, lambda *_: None)
+        self.sel.register(sig_r, EVENT_READ, self._on_signal)
+        self.sel.register(self.master, EVENT_READ, self._on_master)
         self._reap()  # the program may have ended before SIGCHLD had a handler
         while not self.done:
             timeout = None
             if self.timers:
                 timeout = max(0.0, min(t[0] for t in self.timers) - time.monotonic())
-            for key, events in self.sel.select(timeout):
-                key.data(key, events)
+            for fd, events, callback in self.sel.select(timeout):
+                callback(fd, events)
             now = time.monotonic()
             due = [t for t in self.timers if t[0] <= now]
             if due:
@@ -244,16 +252,16 @@ class Host(Requests):
 
     # -- the program ---------------------------------------------------------
 
-    def _on_signal(self, key: object, events: int) -> None:
+    def _on_signal(self, fd: int, events: int) -> None:
         try:
             data = os.read(self._sig_r, 512)
         except BlockingIOError:
             return
         for signum in data:
-            if signum == signal.SIGCHLD:
+            if signum == _signal.SIGCHLD:
                 self._reap()
-            elif signal.Signals(signum).name in _SIGNALS:
-                self._host_signalled(signal.Signals(signum).name)
+            elif signum in _SIGNALS:
+                self._host_signalled(_SIGNALS[signum])
 
     def _host_signalled(self, name: str) -> None:
         _log(f"got {name}; hanging up the program")
@@ -262,8 +270,8 @@ class Host(Requests):
             return
         if self.host_signal is None:
             self.host_signal = name
-            self._killpg(signal.SIGHUP)
-            self._later(HANGUP_GRACE, lambda: self._killpg(signal.SIGKILL))
+            self._killpg(_signal.SIGHUP)
+            self._later(HANGUP_GRACE, lambda: self._killpg(_signal.SIGKILL))
 
     def _killpg(self, sig: int) -> bool:
         if self.exit is not None:
@@ -328,8 +336,8 @@ class Host(Requests):
                 return
             self._output(data)
 
-    def _on_master(self, key: object, events: int) -> None:
-        if events & selectors.EVENT_READ:
+    def _on_master(self, fd: int, events: int) -> None:
+        if events & EVENT_READ:
             try:
                 data = os.read(self.master, 65536)
             except BlockingIOError:
@@ -342,7 +350,7 @@ class Host(Requests):
                 self.sel.unregister(self.master)
                 self.to_pty.clear()
                 return
-        if events & selectors.EVENT_WRITE:
+        if events & EVENT_WRITE:
             self._flush_pty()
 
     def _output(self, data: bytes) -> None:
@@ -377,7 +385,7 @@ class Host(Requests):
         try:
             self.sel.modify(
                 self.master,
-                selectors.EVENT_READ | (selectors.EVENT_WRITE if self.to_pty else 0),
+                EVENT_READ | (EVENT_WRITE if self.to_pty else 0),
                 self._on_master,
             )
         except (KeyError, ValueError):
@@ -385,12 +393,14 @@ class Host(Requests):
 
     # -- clients -------------------------------------------------------------
 
-    def _on_accept(self, key: object, events: int) -> None:
+    def _on_accept(self, fd: int, events: int) -> None:
         assert self.listener is not None
         try:
-            sock, _ = self.listener.accept()
+            # _socket's accept gives a descriptor (socket.socket.accept wraps it the same way).
+            conn, _ = self.listener._accept()  # type: ignore[attr-defined]
         except (BlockingIOError, InterruptedError):
             return
+        sock = _socket.socket(self.listener.family, self.listener.type, self.listener.proto, conn)
         uid = _peer_uid(sock)
         if uid is not None and uid != os.getuid():
             _log(f"refused a connection from uid {uid}")
@@ -399,15 +409,15 @@ class Host(Requests):
         sock.setblocking(False)
         client = _Client(sock)
         self.clients[sock.fileno()] = client
-        self.sel.register(sock, selectors.EVENT_READ, self._on_client)
+        self.sel.register(sock.fileno(), EVENT_READ, self._on_client)
 
-    def _on_client(self, key: selectors.SelectorKey, events: int) -> None:
-        client = self.clients.get(key.fd)
+    def _on_client(self, fd: int, events: int) -> None:
+        client = self.clients.get(fd)
         if client is None:
             return
-        if events & selectors.EVENT_WRITE:
+        if events & EVENT_WRITE:
             self._flush(client)
-        if not events & selectors.EVENT_READ:
+        if not events & EVENT_READ:
             return
         try:
             data = client.sock.recv(65536)
@@ -451,9 +461,9 @@ class Host(Requests):
                 self._drop(client)
                 return
             del client.out[:n]
-        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if client.out else 0)
+        want = EVENT_READ | (EVENT_WRITE if client.out else 0)
         try:
-            self.sel.modify(client.sock, want, self._on_client)
+            self.sel.modify(client.sock.fileno(), want, self._on_client)
         except (KeyError, ValueError):
             pass
 
@@ -472,7 +482,7 @@ class Host(Requests):
         fd = client.sock.fileno()
         if fd >= 0:
             try:
-                self.sel.unregister(client.sock)
+                self.sel.unregister(fd)
             except (KeyError, ValueError):
                 pass
             self.clients.pop(fd, None)

@@ -8,12 +8,18 @@ Stdlib only, like the host: no argparse (it costs the host half a MiB).
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import sys
 
+from volee_desktop.hosts import leanjson
 from volee_desktop.hosts.host import DEFAULT_LINGER, Host, _log
+
+# Not typing.TYPE_CHECKING: importing typing would cost every host its memory.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal as _signal  # _signal has no stubs: it is signal's C half
+else:
+    import _signal  # signal imports enum: a MiB of every host
 
 _USAGE = (
     "usage: python -m volee_desktop.hosts.main --agent AG --record PATH --socket PATH "
@@ -53,7 +59,7 @@ def _tell(fd: int, obj: dict[str, object]) -> None:
     if fd < 0:
         return
     try:
-        os.write(fd, (json.dumps(obj) + "\n").encode())
+        os.write(fd, (leanjson.dumps(obj) + "\n").encode())
     except OSError:
         pass
     try:
@@ -69,7 +75,7 @@ def main(args: list[str] | None = None) -> int:
     env = dict(os.environ)
     if "env-file" in opts:
         with open(opts["env-file"], "rb") as f:
-            env = json.load(f)
+            env = leanjson.loads(f.read())
         os.unlink(opts["env-file"])
     if "foreground" not in opts:
         if os.getsid(0) != os.getpid():
@@ -78,7 +84,7 @@ def main(args: list[str] | None = None) -> int:
             os._exit(0)
     os.umask(0o077)
     os.chdir("/")  # hold no folder (the program gets its own cwd)
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until run() installs its handlers
+    _signal.signal(_signal.SIGHUP, _signal.SIG_IGN)  # until run() installs its handlers
     host = Host(
         agent=opts["agent"],
         record_path=opts["record"],

@@ -15,11 +15,18 @@ computed from it.  Elsewhere (no ``/proc``) the start is ``None``.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 
+# Not typing.TYPE_CHECKING: importing typing would cost every host its memory.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal as _signal  # _signal has no stubs: it is signal's C half
+else:
+    import _signal  # signal imports enum: a MiB of every host
+
 _CLOCK_TICKS: int | None = None
+_SIGNAL_NAMES: dict[int, str] = {}
 
 
 def boot_time() -> float | None:
@@ -130,13 +137,24 @@ def pid_exists(pid: int) -> bool:
     return not is_zombie(pid)
 
 
+def _signal_name(number: int) -> str | None:
+    """``signal.Signals(number).name``, or None: of the names of a number (``SIGABRT``,
+    ``SIGIOT``), the enum keeps the first in alphabetical order, and so does this."""
+    if not _SIGNAL_NAMES:
+        for name in sorted(dir(_signal)):
+            if (name.isupper() and name.startswith("SIG") and not name.startswith("SIG_")) or (
+                name.startswith("CTRL_")
+            ):
+                _SIGNAL_NAMES.setdefault(getattr(_signal, name), name)
+    return _SIGNAL_NAMES.get(number)
+
+
 def signal_words(number: int) -> str:
     """A signal's name, also for those Python has no name for: ``SIGRTMIN+6``, ``signal 77``."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        pass
-    low, high = getattr(signal, "SIGRTMIN", None), getattr(signal, "SIGRTMAX", None)
+    name = _signal_name(number)
+    if name is not None:
+        return name
+    low, high = getattr(_signal, "SIGRTMIN", None), getattr(_signal, "SIGRTMAX", None)
     if low is not None and high is not None and low <= number <= high:
         return f"SIGRTMIN+{number - low}"
     return f"signal {number}"

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import signal
-import socket
 import struct
 import termios
 
@@ -20,7 +18,12 @@ from volee_desktop.hosts import wire
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    import signal as _signal  # _signal has no stubs: it is signal's C half
+    from _socket import socket
+
     from volee_desktop.hosts.ring import Ring
+else:
+    import _signal
 
 REPLAY_BYTES = 64 * 1024
 SCREEN_WINDOW = 16 * 1024
@@ -35,7 +38,7 @@ class _Client:
 
     __slots__ = ("attached", "out", "output", "reader", "sock", "watching")
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket) -> None:
         self.sock = sock
         self.reader = wire.FrameReader()
         self.out = bytearray()
@@ -159,7 +162,7 @@ class Requests:
             if client.output:
                 self._queue(client, event)
         fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        self._killpg(signal.SIGWINCH)
+        self._killpg(_signal.SIGWINCH)
 
     def _op_resize(self, client: _Client, req: dict[str, object]) -> None:
         if self.exit is None:
@@ -179,7 +182,7 @@ class Requests:
 
     def _op_signal(self, client: _Client, req: dict[str, object]) -> None:
         sig = req.get("signal")
-        num = getattr(signal, sig) if isinstance(sig, str) else int(sig)  # type: ignore[call-overload]
+        num = getattr(_signal, sig) if isinstance(sig, str) else int(sig)  # type: ignore[call-overload]
         self._reply(client, {"ok": True, "delivered": self._killpg(int(num))})
 
     def _op_stop(self, client: _Client, req: dict[str, object]) -> None:
@@ -190,8 +193,8 @@ class Requests:
         self.stop_waiters.append(client)
         if not self.stop_requested:
             self.stop_requested = True
-            self._killpg(signal.SIGTERM)
-            self._later(grace, lambda: self._killpg(signal.SIGKILL))
+            self._killpg(_signal.SIGTERM)
+            self._later(grace, lambda: self._killpg(_signal.SIGKILL))
 
     def _op_status(self, client: _Client, req: dict[str, object]) -> None:
         self._reply(

@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import fcntl
 import os
-import signal
 import struct
 import sys
 import termios
+
+# Not typing.TYPE_CHECKING: importing typing would cost every host its memory.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal as _signal  # _signal has no stubs: it is signal's C half
+else:
+    import _signal  # signal imports enum: a MiB of every host
 
 # The host handles these itself; the program must get them with default dispositions.
 HOST_SIGNALS = ("SIGTERM", "SIGHUP", "SIGINT")
@@ -75,8 +81,8 @@ def spawn_in_pty(
                 os.close(slave)
             # Ignored signals stay ignored across exec: give the program defaults.
             for name in ("SIGPIPE", "SIGXFSZ", "SIGCHLD", *HOST_SIGNALS):
-                signal.signal(getattr(signal, name), signal.SIG_DFL)
-            signal.set_wakeup_fd(-1)
+                _signal.signal(getattr(_signal, name), _signal.SIG_DFL)
+            _signal.set_wakeup_fd(-1)
             phase = "chdir"
             os.chdir(cwd)
             phase = "exec"

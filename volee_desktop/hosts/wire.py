@@ -6,9 +6,9 @@ client), ``I`` keyboard input (client to host).  Stdlib only and tiny: the host 
 
 from __future__ import annotations
 
-import json
 import struct
 
+from . import leanjson
 from .errors import Error
 
 JSON = b"J"
@@ -33,7 +33,7 @@ def frame(kind: bytes, payload: bytes) -> bytes:
 
 def json_frame(obj: dict[str, object]) -> bytes:
     """Encode one JSON frame."""
-    return frame(JSON, json.dumps(obj, separators=(",", ":")).encode())
+    return frame(JSON, leanjson.dumps(obj, separators=(",", ":")).encode())
 
 
 class FrameReader:
@@ -65,7 +65,7 @@ class FrameReader:
 def decode_json(payload: bytes) -> dict[str, object]:
     """Decode a JSON frame's payload, which must be an object."""
     try:
-        obj = json.loads(payload)
+        obj = leanjson.loads(payload)
     except ValueError as exc:
         raise FrameError(f"bad JSON frame: {exc}") from exc
     if not isinstance(obj, dict):
