@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -290,6 +291,21 @@ def test_send_after_the_end_is_refused(rig: Rig) -> None:
 
     with pytest.raises(HostError, match="the program has ended"):
         rig.client().send_text("anyone?")
+
+
+def test_a_signal_that_is_none_is_a_bad_request_not_a_host_crash(rig: Rig) -> None:
+    rig.launch_fake(linger=5)
+    client = rig.client()
+
+    for bad in ("NOPE", "Signals", "getsignal", "SIGTERMX", 9999, -1):
+        with pytest.raises(
+            HostError, match=re.escape(f"bad signal request: unknown signal {bad!r}")
+        ):
+            client.request("signal", signal=bad)
+
+    assert client.status().running
+    assert client.signal("SIGWINCH")
+    assert client.signal(signal.SIGWINCH)
 
 
 def test_missing_binary_is_a_clear_error(rig: Rig) -> None:

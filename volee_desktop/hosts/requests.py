@@ -182,8 +182,11 @@ class Requests:
 
     def _op_signal(self, client: _Client, req: dict[str, object]) -> None:
         sig = req.get("signal")
-        num = getattr(_signal, sig) if isinstance(sig, str) else int(sig)  # type: ignore[call-overload]
-        self._reply(client, {"ok": True, "delivered": self._killpg(int(num))})
+        num = getattr(_signal, sig, None) if isinstance(sig, str) else int(sig)  # type: ignore[call-overload]
+        # A name or number that is no signal was a host crash (AttributeError, EINVAL).
+        if not isinstance(num, int) or not 0 <= num < _signal.NSIG:
+            raise ValueError(f"unknown signal {sig!r}")
+        self._reply(client, {"ok": True, "delivered": self._killpg(num)})
 
     def _op_stop(self, client: _Client, req: dict[str, object]) -> None:
         if self.exit is not None:
