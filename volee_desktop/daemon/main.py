@@ -167,7 +167,7 @@ class Daemon:
         folders = watch.watched_folders()
         sessions = next(p for p, h in folders.items() if h is Harness.CLAUDE)
         discovery.signature = lambda: registry_signature(sessions)
-        changes = watch.FolderWatch(folders, discovery.on_change)
+        changes = watch.folder_watch(folders, discovery.on_change)
         exits = watch.ExitWatch(discovery.on_exit)
         changes.start()
         discovery.watching = True

@@ -2,14 +2,16 @@
 
 Two cheap triggers instead of listing on a clock (issue 13):
 
-- ``FolderWatch``: the platform's file notification (inotify, FSEvents,
-  ReadDirectoryChangesW, through ``watchfiles``) on Claude Code's session registry
+- ``folder_watch``: the platform's file notification on Claude Code's session registry
   (``<config>/sessions/``: a file per live session, rewritten when its status
   changes, deleted on a clean exit), codex's ``sessions/`` and pi's
   ``agent/sessions/``.  A folder that does not exist yet is waited for through its
-  nearest existing parent (not recursively), then watched itself.  ``watchfiles``'
-  Rust loop wakes every ``STEP`` ms to look at its stop flag (a thread, no Python):
-  about 0.01 % of a core, and the latency of a change is STEP to 2 x DEBOUNCE.
+  nearest existing parent (not recursively), then watched itself.  On Linux it is
+  inotify read by the loop (``daemon/inotify.py``): nothing runs while nothing
+  changes.  Elsewhere ``FolderWatch`` (FSEvents, ReadDirectoryChangesW through
+  ``watchfiles``), whose Rust loop wakes every ``STEP`` ms to look at its stop flag
+  (a thread, no Python): about 0.01 % of a core per folder, and the latency of a
+  change is STEP to 2 x DEBOUNCE.
 - ``ExitWatch``: a process whose end would not be written anywhere (a session killed
   with -9 leaves its file behind and changes nothing) is waited for with a pidfd
   (Linux); elsewhere the slow safety listing finds it.
@@ -25,6 +27,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Protocol
 
 from ..core.model import Harness, Location
 from ..core.registry import Registry
@@ -132,6 +135,28 @@ class FolderWatch:
             self.failed = f"cannot watch {target}: {exc}"
             log.warning("discovery: %s; listing on a clock instead", self.failed)
             self.notify(harness)
+
+
+class Watch(Protocol):
+    """A folder watch as discovery uses it (``FolderWatch``, or ``InotifyWatch`` on Linux)."""
+
+    failed: str | None
+    changes: int
+
+    @property
+    def running(self) -> bool: ...
+    def start(self) -> None: ...
+    async def close(self) -> None: ...
+
+
+def folder_watch(targets: dict[Path, Harness], notify: Notify) -> Watch:
+    """The watch of this platform: inotify on the loop on Linux (no thread, nothing awake
+    while nothing changes), ``watchfiles`` elsewhere."""
+    from . import inotify
+
+    if inotify.available():
+        return inotify.InotifyWatch(targets, notify)
+    return FolderWatch(targets, notify)
 
 
 def _on_the_way(changed: Path, target: Path) -> bool:
