@@ -159,3 +159,31 @@ def test_the_platforms_watch_is_inotify_on_linux(tmp_path: Path) -> None:
     chosen = watch.folder_watch({tmp_path: Harness.CLAUDE}, Told())
     expected = inotify.InotifyWatch if inotify.available() else watch.FolderWatch
     assert type(chosen) is expected
+
+
+async def test_targets_waiting_on_one_folder_are_each_told(
+    tmp_path: Path, backend: Callable[..., watch.Watch]
+) -> None:
+    """A fresh HOME: Claude Code's, codex's and pi's folders all wait on HOME itself."""
+    home = tmp_path / "home"
+    home.mkdir()
+    folders = {
+        home / ".claude" / "sessions": Harness.CLAUDE,
+        home / ".codex" / "sessions": Harness.CODEX,
+        home / ".pi" / "agent" / "sessions": Harness.PI,
+    }
+    told = Told()
+    w = backend(folders, told)
+    w.start()
+    try:
+        await asyncio.sleep(0.4)
+        (home / ".claude.json").write_text("{}")  # what Claude Code writes first: no news
+        for folder, harness in folders.items():
+            folder.mkdir(parents=True)
+            await until(lambda h=harness: told.count(h), f"{harness}'s folder", 10)
+            await asyncio.sleep(0.5)
+            before = told.count(harness)
+            (folder / "s.json").write_text("{}")
+            await until(lambda h=harness, b=before: told.count(h) > b, f"{harness}'s file", 10)
+    finally:
+        await w.close()

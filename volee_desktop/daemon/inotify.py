@@ -44,6 +44,7 @@ IN_MOVE_SELF = 0x800
 IN_Q_OVERFLOW = 0x4000
 IN_IGNORED = 0x8000
 IN_ONLYDIR = 0x01000000
+IN_MASK_ADD = 0x20000000
 IN_ISDIR = 0x40000000
 IN_NONBLOCK = 0o4000
 IN_CLOEXEC = 0o2000000
@@ -126,7 +127,9 @@ class Inotify:
         self.fd = fd
 
     def add(self, path: Path, mask: int) -> int:
-        wd = self._libc.inotify_add_watch(self.fd, os.fsencode(path), mask)
+        """Watch ``path`` for ``mask`` too: a folder watched already keeps its watch (the same
+        descriptor) with both masks."""
+        wd = self._libc.inotify_add_watch(self.fd, os.fsencode(path), mask | IN_MASK_ADD)
         if wd < 0:
             code = ctypes.get_errno()
             raise OSError(code, f"cannot watch {path}: {os.strerror(code)}")
@@ -174,7 +177,9 @@ class InotifyWatch:
         self._inotify: Inotify | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watches: list[_Target] = [_Target(p, h) for p, h in targets.items()]
-        self._by_wd: dict[int, _Target] = {}
+        # One folder has one watch, whoever asked: the targets waiting on it (three folders
+        # under one missing HOME) and the trees it is part of.
+        self._by_wd: dict[int, list[_Target]] = {}
         self._pending: dict[Harness, asyncio.TimerHandle] = {}
 
     @property
@@ -228,7 +233,7 @@ class InotifyWatch:
             return
         wd = self._inotify.add(base, ON_THE_WAY)
         target.waiting, target.waiting_on = wd, base
-        self._by_wd[wd] = target
+        self._use(wd, target)
 
     def _add_tree(self, target: _Target, top: Path) -> None:
         assert self._inotify is not None
@@ -241,13 +246,27 @@ class InotifyWatch:
                     continue
                 raise
             target.tree[wd] = Path(folder)
-            self._by_wd[wd] = target
+            self._use(wd, target)
+
+    def _use(self, wd: int, target: _Target) -> None:
+        users = self._by_wd.setdefault(wd, [])
+        if target not in users:
+            users.append(target)
+
+    def _drop(self, wd: int, target: _Target, *, gone: bool = False) -> None:
+        """``target`` no longer needs watch ``wd``; the last one to need it removes it
+        (unless the kernel did: ``gone``)."""
+        users = self._by_wd.get(wd, [])
+        if target in users:
+            users.remove(target)
+        if not users:
+            self._by_wd.pop(wd, None)
+            if not gone and self._inotify is not None:
+                self._inotify.remove(wd)
 
     def _disarm(self, target: _Target) -> None:
-        assert self._inotify is not None
         for wd in [*target.tree, *([target.waiting] if target.waiting is not None else [])]:
-            self._by_wd.pop(wd, None)
-            self._inotify.remove(wd)
+            self._drop(wd, target)
         target.tree.clear()
         target.waiting = None
 
@@ -267,9 +286,10 @@ class InotifyWatch:
             for each in self._watches:
                 self._told(each.harness)
             return
-        target = self._by_wd.get(event.wd)
-        if target is None:
-            return
+        for target in list(self._by_wd.get(event.wd, [])):
+            self._on_target_event(target, event)
+
+    def _on_target_event(self, target: _Target, event: Event) -> None:
         if event.wd == target.waiting:
             self._on_the_way(target, event)
             return
@@ -278,7 +298,7 @@ class InotifyWatch:
             return
         if event.mask & IN_IGNORED:
             del target.tree[event.wd]
-            self._by_wd.pop(event.wd, None)
+            self._drop(event.wd, target, gone=True)
         root_gone = folder == target.path and event.mask & (
             IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED
         )
