@@ -146,6 +146,11 @@ def test_real_notifications_once_with_an_action_that_opens_the_agent_and_none_fo
         app.kill()
 
 
+#: Waits of the late-tray test: generous, as a loaded machine starts Qt, trayer and the
+#: daemon slowly (its 15 s waits ran out once in a full run; alone it takes 3 s).
+LOADED = 60.0
+
+
 def test_the_app_started_before_the_panel_moves_into_its_tray(volee_home: Path) -> None:
     # The login race: the autostart entry runs before the panel. The list shows as a window
     # meanwhile, and moves into the icon as soon as the panel's tray is there.
@@ -156,19 +161,19 @@ def test_the_app_started_before_the_panel_moves_into_its_tray(volee_home: Path) 
     try:
         app = dt.app_proc(late, volee_home)
         try:
-            app.wait_line(r"no system tray here: showing the agent list as a window")
-            app.wait_line(r"no system tray yet: watching for one")
-            dt.poll("the list as a window", lambda: late.visible("Agents"))
+            app.wait_line(r"no system tray here: showing the agent list as a window", LOADED)
+            app.wait_line(r"no system tray yet: watching for one", LOADED)
+            dt.poll("the list as a window", lambda: late.visible("Agents"), LOADED)
             late.screenshot(ARTIFACTS / "realx-no-tray-yet.png")
             late.start_trayer()
-            app.wait_line(r"moved into the system tray")
-            icon = dt.poll("the icon in the late tray", late.tray_icon)
+            app.wait_line(r"moved into the system tray", LOADED)
+            icon = dt.poll("the icon in the late tray", late.tray_icon, LOADED)
             assert isinstance(icon, tuple)
-            dt.poll("the window gone", lambda: not late.visible("Agents"))
+            dt.poll("the window gone", lambda: not late.visible("Agents"), LOADED)
             late.screenshot(ARTIFACTS / "realx-tray-came-late.png")
             x, y, w, h = icon
             late.click(x + w // 2, y + h // 2)
-            app.wait_line(r"agent list shown")
+            app.wait_line(r"agent list shown", LOADED)
         finally:
             app.kill()
     finally:
