@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.daemon.helpers import close_stopping_agents
 from tests.daemon.test_missions import call, until
 from volee_desktop.daemon.main import Daemon
 from volee_desktop.daemon.mcphttp import MAX_BODY, HttpError, parse_head
@@ -43,13 +44,7 @@ def post(to: str, body: str, rid: int = 2) -> dict[str, Any]:
 async def daemon(fake_claude: Path) -> AsyncIterator[Daemon]:
     d = await Daemon.start(dirs())
     yield d
-    for agent in list(d.service.registry.agents.values()):
-        if agent.state.live:
-            try:
-                await d.agents.stop(agent, reason="test over")
-            except Exception:
-                pass
-    await d.close()
+    await close_stopping_agents(d)
 
 
 def url_of(d: Daemon, agent: str = "x") -> str:

@@ -11,6 +11,7 @@ from typing import Any, TypeVar, cast
 import keyring
 import pytest
 
+from tests.daemon.helpers import close_stopping_agents
 from tests.fakes.fake_github import FakeGitHub, MemoryKeyring
 from volee_desktop.core.model import MissionStatus, Verdict
 from volee_desktop.core.states import AgentState
@@ -47,14 +48,7 @@ def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
 async def daemon(root: Path) -> AsyncIterator[Daemon]:
     d = await Daemon.start(dirs())
     yield d
-    # Stop every agent's host: they are real processes.
-    for agent in list(d.service.registry.agents.values()):
-        if agent.state.live:
-            try:
-                await d.agents.stop(agent, reason="test over")
-            except Exception:
-                pass
-    await d.close()
+    await close_stopping_agents(d)
 
 
 async def call(d: Daemon, method: str, **params: Any) -> Any:

@@ -15,6 +15,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.daemon.gitrepos import make_repo
+from tests.daemon.helpers import close_stopping_agents
 from tests.daemon.test_missions import call, until
 from volee_desktop.core.model import MissionStatus
 from volee_desktop.core.states import AgentState
@@ -22,6 +23,18 @@ from volee_desktop.daemon.main import Daemon
 from volee_desktop.paths import dirs
 
 pytestmark = pytest.mark.e2e
+
+#: volee's MCP tools, in the order tools/list gives them.
+TOOL_NAMES = [
+    "post_message",
+    "read_messages",
+    "report",
+    "present_report",
+    "spawn_worker",
+    "list_workers",
+    "invite_to_mission",
+    "join_mission",
+]
 
 
 @pytest.fixture
@@ -33,13 +46,7 @@ def root(fake_claude: Path) -> Path:
 async def daemon(root: Path) -> AsyncIterator[Daemon]:
     d = await Daemon.start(dirs())
     yield d
-    for agent in list(d.service.registry.agents.values()):
-        if agent.state.live:
-            try:
-                await d.agents.stop(agent, reason="test over")
-            except Exception:
-                pass
-    await d.close()
+    await close_stopping_agents(d)
 
 
 @asynccontextmanager
@@ -82,17 +89,8 @@ async def test_the_tools_drive_an_analysis_mission_end_to_end(root: Path, daemon
     registry = daemon.service.registry
 
     async with session_as(coordinator) as coord:
-        names = {t.name for t in (await coord.list_tools()).tools}
-        assert names == {
-            "post_message",
-            "read_messages",
-            "report",
-            "present_report",
-            "spawn_worker",
-            "list_workers",
-            "invite_to_mission",
-            "join_mission",
-        }
+        names = [t.name for t in (await coord.list_tools()).tools]
+        assert names == TOOL_NAMES
         posted = await tool(coord, "post_message", to=["human"], body="starting")
         assert registry.messages[posted["message"]].sender == coordinator
         spawned = await tool(coord, "spawn_worker", task="look at the notes", name="looker")

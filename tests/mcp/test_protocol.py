@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.mcp.test_mcp_server import TOOL_NAMES
 from volee_desktop.mcp import protocol
 from volee_desktop.mcp.protocol import Param, RequestError, Server, Tool, ToolError
 from volee_desktop.mcp.tools import TOOLS, server
@@ -187,16 +188,7 @@ def test_parse_and_encode() -> None:
 
 def test_volees_tools_each_have_a_description_and_an_object_schema() -> None:
     names = [t.name for t in TOOLS]
-    assert names == [
-        "post_message",
-        "read_messages",
-        "report",
-        "present_report",
-        "spawn_worker",
-        "list_workers",
-        "invite_to_mission",
-        "join_mission",
-    ]
+    assert names == TOOL_NAMES
     s = server()
     assert (s.name, list(s.tools)) == ("volee", names)
     for tool in TOOLS:
