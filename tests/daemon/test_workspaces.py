@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.daemon.helpers import close_stopping_agents
 from volee_desktop.core import events as ev
 from volee_desktop.core.model import Agent, Harness
 from volee_desktop.core.states import AgentState
@@ -49,13 +50,7 @@ def test_a_worktree_agent_keeps_the_repository_volee_made_it_in() -> None:
 async def daemon(fake_claude: Path) -> AsyncIterator[Daemon]:
     d = await Daemon.start(dirs())
     yield d
-    for a in list(d.service.registry.agents.values()):
-        if a.state.live:
-            try:
-                await d.agents.stop(a, reason="test over")
-            except Exception:
-                pass
-    await d.close()
+    await close_stopping_agents(d)
 
 
 async def until(what: str, cond: Callable[[], Any], timeout: float = 20.0) -> Any:
