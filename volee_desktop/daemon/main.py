@@ -17,7 +17,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import __version__
@@ -360,14 +360,51 @@ class Daemon:
     async def close(self) -> None:
         """Stop serving, save a snapshot, close the log and release the lock."""
         if self.server is not None:
-            await self.server.close()
+            await _watched("stopping the local API", self.server.close())
             self.server = None
-        await self.closing.run()
-        await self.tasks.cancel_all()
+        await _watched("the runners' close hooks", self.closing.run())
+        await _watched("cancelling the daemon's tasks", self.tasks.cancel_all())
         if not self.service.broken:
             await self.snapshots.save()
         await asyncio.to_thread(self.log.close)
         self.lock.release()
+
+
+#: A step of closing that takes longer than this says what it waits on (in the log).
+SLOW_CLOSE = 10.0
+
+
+def _where(task: asyncio.Task[object]) -> str:
+    """Where a task waits: its chain of awaited coroutines, outermost first."""
+    parts: list[str] = []
+    coro: object = task.get_coro()
+    while coro is not None and len(parts) < 12:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is None:
+            break
+        parts.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return " > ".join(parts) or "?"
+
+
+async def _watched(step: str, work: Awaitable[None]) -> None:
+    """Run one step of closing; past SLOW_CLOSE, log what every task is waiting on (a
+    close that hangs says where), then keep waiting."""
+    task = asyncio.ensure_future(work)
+    done, _ = await asyncio.wait({task}, timeout=SLOW_CLOSE)
+    if not done:
+        others = [t for t in asyncio.all_tasks() if t is not task and not t.done()]
+        waiting = [f"this step at {_where(task)}"]
+        waiting += [
+            f"{t.get_name()} at {_where(t)}" for t in others if t is not asyncio.current_task()
+        ]
+        log.warning(
+            "closing: %s takes more than %.0f s; %s",
+            step,
+            SLOW_CLOSE,
+            "; ".join(waiting),
+        )
+    await task
 
 
 async def run_foreground(dirs: Dirs, on_ready: Callable[[Daemon], None] | None = None) -> int:
