@@ -253,16 +253,25 @@ def _quit(app: procs.Proc) -> None:
 def _icon_drawn(desktop: dt.Desktop, shot: Path) -> None:
     icon = dt.poll("the installed app's icon in the tray", desktop.tray_icon, timeout=30)
     assert isinstance(icon, tuple)
-    x, y, w, h = icon
-    assert w >= 16
-    assert h >= 16
     from PySide6.QtGui import QImage
 
     def drawn() -> bool:
-        # Embedded first, painted a moment later: look again until the pixels are there.
+        # Embedded first, painted a moment later, and trayer may still be placing it (once it
+        # was read at x = the screen's width): its geometry and pixels again at each look.
+        icon = desktop.tray_icon()
+        if icon is None:
+            return False
+        x, y, w, h = icon
         image = QImage(str(desktop.screenshot(shot)))
-        colours = {image.pixel(x + i, y + j) for i in range(w) for j in range(h)}
-        return len(colours) > 8
+        inside = [
+            (x + i, y + j)
+            for i in range(w)
+            for j in range(h)
+            if 0 <= x + i < image.width() and 0 <= y + j < image.height()
+        ]
+        if w < 16 or h < 16 or len(inside) < w * h:
+            return False
+        return len({image.pixel(px, py) for px, py in inside}) > 8
 
     dt.poll("the tray icon drawn (not the panel's flat tint)", drawn, timeout=30)
 
