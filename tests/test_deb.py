@@ -251,8 +251,7 @@ def _quit(app: procs.Proc) -> None:
 
 
 def _icon_drawn(desktop: dt.Desktop, shot: Path) -> None:
-    icon = dt.poll("the installed app's icon in the tray", desktop.tray_icon, timeout=30)
-    assert isinstance(icon, tuple)
+    desktop.settled_tray_icon(timeout=30)
     from PySide6.QtGui import QImage
 
     def drawn() -> bool:

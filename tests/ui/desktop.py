@@ -75,6 +75,7 @@ class Desktop:
 
     def __init__(self, width: int = 1280, height: int = 800, tray: bool = True) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="vx", dir="/tmp"))
+        self.width, self.height = width, height
         self.children: list[subprocess.Popen[bytes]] = []
         self.procs: list[procs.Proc] = []
         read, write = os.pipe()
@@ -228,6 +229,28 @@ class Desktop:
                 if f'"{name}": ("{name}"' in line:
                     return _geometry(line, absolute=True)
         return None
+
+    def settled_tray_icon(
+        self, name: str = "volee", timeout: float = 30.0
+    ) -> tuple[int, int, int, int]:
+        """The icon's (x, y, w, h) once trayer has placed it: on screen, and the same twice in
+        a row (right after embedding, trayer may still move it; once it was read at x = the
+        screen's width, and a click there missed it)."""
+        last: list[tuple[int, int, int, int] | None] = [None]
+
+        def settled() -> tuple[int, int, int, int] | None:
+            icon = self.tray_icon(name)
+            before, last[0] = last[0], icon
+            if icon is None or icon != before:
+                time.sleep(0.3)
+                return None
+            x, y, w, h = icon
+            on_screen = x >= 0 and y >= 0 and x + w <= self.width and y + h <= self.height
+            return icon if on_screen and w > 0 and h > 0 else None
+
+        found = poll(f"the {name} icon settled in the tray", settled, timeout)
+        assert isinstance(found, tuple)
+        return found
 
     def visible(self, title_part: str) -> bool:
         """Whether a mapped window's title contains ``title_part``."""

@@ -77,7 +77,7 @@ def test_tray_icon_is_embedded_and_a_click_opens_the_list(
         drive.world.agent("docs-writer", AgentState.WORKING)
         drive.world.state(a, AgentState.NEEDS_INPUT, "permission for Bash")
         drive.send()
-        icon = dt.poll("the icon in the tray", desktop.tray_icon)
+        icon = desktop.settled_tray_icon()
         assert isinstance(icon, tuple)
         x, y, w, h = icon
         assert w >= 16, icon
@@ -167,11 +167,9 @@ def test_the_app_started_before_the_panel_moves_into_its_tray(volee_home: Path) 
             late.screenshot(ARTIFACTS / "realx-no-tray-yet.png")
             late.start_trayer()
             app.wait_line(r"moved into the system tray", LOADED)
-            icon = dt.poll("the icon in the late tray", late.tray_icon, LOADED)
-            assert isinstance(icon, tuple)
+            x, y, w, h = late.settled_tray_icon(timeout=LOADED)
             dt.poll("the window gone", lambda: not late.visible("Agents"), LOADED)
             late.screenshot(ARTIFACTS / "realx-tray-came-late.png")
-            x, y, w, h = icon
             late.click(x + w // 2, y + h // 2)
             app.wait_line(r"agent list shown", LOADED)
         finally:
