@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.model import Harness
+from .folderwait import nearest_existing, on_the_way
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +226,7 @@ class InotifyWatch:
     def _arm(self, target: _Target) -> None:
         """Watch the target's tree, or the nearest existing folder on its way."""
         assert self._inotify is not None
-        base = next((p for p in (target.path, *target.path.parents) if p.is_dir()), None)
+        base = nearest_existing(target.path)
         if base is None:
             raise OSError(errno.ENOENT, f"nothing of {target.path} exists")
         if base == target.path:
@@ -312,13 +313,8 @@ class InotifyWatch:
 
     def _on_the_way(self, target: _Target, event: Event) -> None:
         assert target.waiting is not None
-        if event.mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED) or (
-            event.name
-            and (
-                (changed := target.waiting_on / event.name) == target.path
-                or changed in target.path.parents
-            )
-        ):
+        gone = event.mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)
+        if gone or (event.name and on_the_way(target.waiting_on / event.name, target.path)):
             self._disarm(target)
             self._arm(target)
             if target.tree:

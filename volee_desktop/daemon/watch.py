@@ -31,6 +31,7 @@ from typing import Protocol
 
 from ..core.model import Harness, Location
 from ..core.registry import Registry
+from .folderwait import nearest_existing, on_the_way
 from .listers import claude_dir, codex_sessions, pi_sessions
 
 log = logging.getLogger(__name__)
@@ -43,14 +44,6 @@ DEBOUNCE_MS = 600
 WATCH = True
 
 Notify = Callable[[Harness], None]
-
-
-def nearest_existing(path: Path) -> Path | None:
-    """``path`` or its nearest ancestor that is a folder (None: nothing exists, not even /)."""
-    for candidate in (path, *path.parents):
-        if candidate.is_dir():
-            return candidate
-    return None
 
 
 class FolderWatch:
@@ -125,7 +118,7 @@ class FolderWatch:
                     rust_timeout=0,
                     recursive=False,
                 ):
-                    if any(_on_the_way(Path(p), target) for _change, p in changes):
+                    if any(on_the_way(Path(p), target) for _change, p in changes):
                         break
                 armed_late = True
                 self.notify(harness)  # it may hold sessions already
@@ -157,10 +150,6 @@ def folder_watch(targets: dict[Path, Harness], notify: Notify) -> Watch:
     if inotify.available():
         return inotify.InotifyWatch(targets, notify)
     return FolderWatch(targets, notify)
-
-
-def _on_the_way(changed: Path, target: Path) -> bool:
-    return changed == target or changed in target.parents
 
 
 class ExitWatch:
