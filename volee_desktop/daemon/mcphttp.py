@@ -47,6 +47,7 @@ from ..ipc.server import Connection
 from ..ipc.transport import PeerCredentials
 from ..mcp import protocol
 from ..mcp.protocol import VERSIONS
+from ..mcp.tools import Session
 from .errors import Error
 from .mcphub import McpHub
 
@@ -185,7 +186,7 @@ class McpHttp:
 
     def status(self) -> dict[str, Any]:
         return {
-            "url": None if self.port is None else f"http://{HOST}:{self.port}/mcp/",
+            "url": self.url(""),
             "moved_from": self.moved_from,
             "connections": len(self.counts.live),
             "opened": self.counts.connections,
@@ -279,6 +280,8 @@ class McpHttp:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer, caller = await self.caller(writer)
         conn = Connection(writer, peer, 1 << 20, caller)
+        # The connection's agent, for all its requests (the person's are refused before).
+        session = self.hub.session(conn, caller.agent)
         claimed: set[str] = set()
         first = True
         try:
@@ -292,7 +295,7 @@ class McpHttp:
                 if request is None:
                     return
                 first = False
-                status, body, is_json = await self._answer(request, conn, claimed)
+                status, body, is_json = await self._answer(request, session, conn, claimed)
                 close = not request.keep_alive or status == 403
                 writer.write(response(status, body, json_body=is_json, close=close))
                 await writer.drain()
@@ -324,7 +327,7 @@ class McpHttp:
         return request
 
     async def _answer(
-        self, request: Request, conn: Connection, claimed: set[str]
+        self, request: Request, session: Session, conn: Connection, claimed: set[str]
     ) -> tuple[int, bytes, bool]:
         self.counts.requests += 1
         caller = conn.caller
@@ -371,7 +374,6 @@ class McpHttp:
             message = protocol.parse(request.body)
         except protocol.RequestError as exc:
             return 400, protocol.encode(protocol.error_reply(None, exc.code, str(exc))), True
-        session = self.hub.session(conn, caller.agent)
         reply = await self.hub.answer(message, session)
         if reply is None:
             return 202, b"", False
