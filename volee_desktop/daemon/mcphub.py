@@ -71,7 +71,6 @@ class McpHub:
 
     def __init__(self, ctx: Context, api: Handler, audit: Audit) -> None:
         self.service = ctx.service
-        self.tasks = ctx.tasks
         self.api = api
         self.audit = audit
         self.server = server()
