@@ -393,11 +393,9 @@ async def _watched(step: str, work: Awaitable[None]) -> None:
     task = asyncio.ensure_future(work)
     done, _ = await asyncio.wait({task}, timeout=SLOW_CLOSE)
     if not done:
-        others = [t for t in asyncio.all_tasks() if t is not task and not t.done()]
+        skip = (task, asyncio.current_task())
         waiting = [f"this step at {_where(task)}"]
-        waiting += [
-            f"{t.get_name()} at {_where(t)}" for t in others if t is not asyncio.current_task()
-        ]
+        waiting += [f"{t.get_name()} at {_where(t)}" for t in asyncio.all_tasks() if t not in skip]
         log.warning(
             "closing: %s takes more than %.0f s; %s",
             step,
