@@ -117,8 +117,8 @@ def main() -> int:
             if "did not take the answer" in record.getMessage():
                 retyped.append(record.getMessage())
 
-    logging.getLogger("volee_desktop.daemon.answers").addHandler(Retyped())
-    logging.getLogger("volee_desktop.daemon.answers").setLevel(logging.INFO)
+    logging.getLogger("volee_desktop.daemon.agents.answers").addHandler(Retyped())
+    logging.getLogger("volee_desktop.daemon.agents.answers").setLevel(logging.INFO)
     to_notice: list[float] = []
     to_output: list[float] = []
     to_hook: list[float] = []

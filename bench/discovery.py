@@ -37,8 +37,8 @@ from volee_desktop.core.reconcile import ListedSession, Listing
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import Coarse
 from volee_desktop.daemon.context import Clients
-from volee_desktop.daemon.discovery import Discovery
-from volee_desktop.daemon.listers import Observation, SystemLister
+from volee_desktop.daemon.discovery.listers import Observation, SystemLister
+from volee_desktop.daemon.discovery.loop import Discovery
 from volee_desktop.daemon.service import Service
 from volee_desktop.store.memory import MemoryLog
 from volee_desktop.store.records import Record

@@ -83,6 +83,13 @@ def wait_for(what: str, check: Any, timeout: float) -> None:
         time.sleep(0.2)
 
 
+#: ``volee app`` that never runs the daemon inside itself (``Rig.start_app(embed=False)``).
+CLIENT_ONLY_APP = (
+    "import sys; from volee_desktop.app.main import run_app; "
+    "sys.exit(run_app(['volee'], start_daemon=None))"
+)
+
+
 class Rig:
     """One VOLEE_HOME with its daemon, agents, and optionally the tray app."""
 
@@ -112,7 +119,7 @@ class Rig:
             start_new_session=True,
         )
         log.close()
-        wait_for("the daemon", lambda: self.dirs.socket.exists() and self.status(), 30)
+        wait_for("the daemon", lambda: self.dirs.socket.exists() and self.status(), 90)
 
     def status(self) -> dict[str, Any] | None:
         try:
@@ -147,7 +154,10 @@ class Rig:
 
         wait_for("the agents to settle", settled, 120 + 3 * (n_claude + n_generic))
 
-    def start_app(self) -> bool:
+    def start_app(self, embed: bool = True) -> bool:
+        """The tray app on Xvfb as the daemon's client.  ``embed=False``: a client only, never
+        running the daemon inside itself when it is away (``run_app(start_daemon=None)``), for
+        benches that kill and restart the daemon and measure the two apart."""
         from tests.ui import desktop as dt
 
         if dt.missing():
@@ -158,8 +168,11 @@ class Rig:
             env[key] = self.desk.env[key]
         env["VOLEE_LOG"] = "INFO"
         log = open(self.root / "app.log", "ab")  # noqa: SIM115 - held by the child
+        argv = [sys.executable, "-m", "volee_desktop.cli", "app"]
+        if not embed:  # the last word stays "app" (bench/memtrace tells the app by it)
+            argv[1:] = ["-c", CLIENT_ONLY_APP, "app"]
         self.app = subprocess.Popen(
-            [sys.executable, "-m", "volee_desktop.cli", "app"],
+            argv,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -277,6 +290,28 @@ def ls_cost(rig: Rig, runs: int = 20) -> tuple[float, float, float]:
     return 1000 * walls[len(walls) // 2], 1000 * (d1 - d0) / runs, 1000 * whole
 
 
+def list_open(rig: Rig, fleet: Fleet, args: argparse.Namespace) -> None:
+    """The daemon with the list shown (an interactive client subscribed, as the tray's shown
+    list is; ``bench/list_open.py``): idle CPU by part and the listings meanwhile."""
+    from list_open import discovery, subscribed
+
+    client = subscribed(rig)
+    try:
+        time.sleep(args.settle)
+        listings = discovery(rig).get("listings", 0)
+        cpu = idle_cpu(fleet, args.idle_seconds)
+        listed = discovery(rig).get("listings", 0) - listings
+    finally:
+        client.close()
+    one, five, fifteen = os.getloadavg()
+    print(
+        f"list open (1 interactive client), idle {args.idle_seconds:g} s: daemon + reaped "
+        f"{cpu.get('daemon', 0.0):.3f} %, hosts {cpu.get('hosts', 0.0):.3f} %, relays "
+        f"{cpu.get('relays', 0.0):.3f} %; {listed} listings; "
+        f"load {one:.2f} {five:.2f} {fifteen:.2f}"
+    )
+
+
 def report(n: int, n_claude: int, args: argparse.Namespace, claude: Path | None) -> None:
     rig = Rig(claude)
     try:
@@ -285,7 +320,11 @@ def report(n: int, n_claude: int, args: argparse.Namespace, claude: Path | None)
         assert rig.daemon is not None
         fleet = Fleet(rig.dirs.hosts, daemon=rig.daemon.pid)
         time.sleep(args.settle)
-        print(f"\n== {n} agents ({n_claude} Claude Code, {n - n_claude} generic) ==")
+        one, five, fifteen = os.getloadavg()
+        print(
+            f"\n== {n} agents ({n_claude} Claude Code, {n - n_claude} generic); "
+            f"load {one:.2f} {five:.2f} {fifteen:.2f} =="
+        )
         h0 = hooks_seen(rig)
         shim_ms = daemon_ms = 0.0
         listed = agents(rig.env)
@@ -328,6 +367,8 @@ def report(n: int, n_claude: int, args: argparse.Namespace, claude: Path | None)
         print(f"  total RSS {rss_total:.0f} MB, PSS {pss_total:.0f} MB", end="")
         print(" (target < 120)" if n == 5 else " (target < 700)" if n == 60 else "")
         print(f"CPU per hook: shim {shim_ms:.1f} ms, daemon {daemon_ms:.1f} ms")
+        if args.list_open:
+            list_open(rig, fleet, args)
         wall, dcpu, whole = ls_cost(rig)
         print(
             f"volee ls, nothing new: {wall:.1f} ms wall, {dcpu:.1f} ms daemon CPU per call "
@@ -362,6 +403,9 @@ def main() -> None:
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     parser.add_argument("--settle", type=float, default=10.0)
     parser.add_argument("--no-app", dest="app", action="store_false")
+    parser.add_argument(
+        "--list-open", action="store_true", help="also the daemon with an interactive client"
+    )
     args = parser.parse_args()
     claude = find_harness("claude")
     if claude is None:

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from volee_desktop.daemon.agents import HOOKSHIM
+from volee_desktop.daemon.agents.runner import HOOKSHIM
 from volee_desktop.paths import dirs
 
 SAMPLE = Path(__file__).resolve().parents[1] / "tests" / "harness" / "samples"

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from volee_desktop.daemon.agents import HOOKSHIM
+from volee_desktop.daemon.agents.runner import HOOKSHIM
 from volee_desktop.ipc.aclient import AsyncClient
 from volee_desktop.ipc.client import Client
 from volee_desktop.paths import Dirs, dirs

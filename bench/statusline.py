@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from volee_desktop.daemon.agenthosts import STATUSLINE
+from volee_desktop.daemon.agents.hosts import STATUSLINE
 
 
 def payload(used: int) -> bytes:

@@ -3,19 +3,19 @@ host a test started outlives it (hosts are detached on purpose, so nothing else 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests import leftovers
+from tests.leftovers import end_hosts
 
 # Variables that would make a test talk to a real daemon, harness or desktop of the developer.
 _LEAKY = ("VOLEE_AGENT", "VOLEE_HARNESS", "VOLEE_CLAUDE_BIN", "VOLEE_CODEX_BIN", "VOLEE_PI_BIN")
@@ -94,6 +94,18 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
         end_hosts(Path(home))
 
 
+# What the xdist workers' leak checks found (scripts/dev test runs pytest -n 2): a worker's
+# exit status does not reach the run's, so each says it in its output and the controller fails.
+_WORKERS_LEFT: list[str] = []
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    said = getattr(node, "workeroutput", {}).get("leftovers")
+    if said:
+        _WORKERS_LEFT.append(str(said))
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     for home in _HOMES_SEEN:
         end_hosts(Path(home))
@@ -103,7 +115,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     left = leftovers.settle(_SESSION, _HOMES_SEEN, _TESTS, _SESSION_START)
     if left:
         leftovers.kill(left)
-        report = "\n".join(f"  {item}" for item in left)
+    reports = [f"  {item}" for item in left] + _WORKERS_LEFT
+    if reports:
+        report = "\n".join(reports)
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if isinstance(workeroutput, dict):
+            workeroutput["leftovers"] = report  # an xdist worker: the controller says it
         message = f"processes left running by tests (killed now):\n{report}"
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
@@ -112,38 +129,3 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         else:
             print(message, file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def end_hosts(home: Path) -> int:
-    """SIGKILL every host (and its program's process group) recorded under ``home``."""
-    killed = 0
-    for record_file in home.glob("**/state/hosts/ag_*.json") if home.is_dir() else ():
-        try:
-            record = json.loads(record_file.read_text())
-        except (OSError, ValueError):
-            continue
-        agent = str(record.get("agent", ""))
-        program = record.get("program_pid")
-        host = record.get("host_pid")
-        if isinstance(program, int) and _is_ours(program, None):
-            try:
-                os.killpg(program, signal.SIGKILL)
-                killed += 1
-            except OSError:
-                pass
-        if isinstance(host, int) and _is_ours(host, agent):
-            try:
-                os.kill(host, signal.SIGKILL)
-                killed += 1
-            except OSError:
-                pass
-    return killed
-
-
-def _is_ours(pid: int, agent: str | None) -> bool:
-    """Whether ``pid`` still runs (and, for a host, is the host of ``agent``: no pid reuse)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return agent is None or agent.encode() in cmdline

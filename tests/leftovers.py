@@ -10,6 +10,7 @@ elsewhere nothing is found.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -172,3 +173,54 @@ def environ_of(pid: int) -> Mapping[str, str]:
     raw = Path(f"/proc/{pid}/environ").read_bytes()
     pairs = (item.partition(b"=") for item in raw.split(b"\0") if item)
     return {os.fsdecode(k): os.fsdecode(v) for k, _, v in pairs}
+
+
+# --- the hosts a test left -------------------------------------------------------------------
+# Hosts are detached on purpose, so nothing else ends them: every fixture that starts some
+# ends them with these (and the project's conftest does after every test, for its homes).
+
+
+def end_hosts(home: Path) -> int:
+    """SIGKILL every host (and its program's process group) recorded under ``home``."""
+    killed = 0
+    for record_file in home.glob("**/state/hosts/ag_*.json") if home.is_dir() else ():
+        try:
+            record = json.loads(record_file.read_text())
+        except (OSError, ValueError):
+            continue
+        program, host = record.get("program_pid"), record.get("host_pid")
+        killed += end_host(
+            str(record.get("agent", "")),
+            program if isinstance(program, int) else None,
+            host if isinstance(host, int) else None,
+        )
+    return killed
+
+
+def end_host(agent: str, program_pid: int | None, host_pid: int | None) -> int:
+    """SIGKILL the host of ``agent`` and its program's process group (a host starts each
+    program in a session of its own), if they still run; the host only if its command line
+    names ``agent``, so a reused pid is spared. Returns how many were signalled."""
+    killed = 0
+    if program_pid is not None and _is_ours(program_pid, None):
+        try:
+            os.killpg(program_pid, signal.SIGKILL)
+            killed += 1
+        except OSError:
+            pass
+    if host_pid is not None and _is_ours(host_pid, agent):
+        try:
+            os.kill(host_pid, signal.SIGKILL)
+            killed += 1
+        except OSError:
+            pass
+    return killed
+
+
+def _is_ours(pid: int, agent: str | None) -> bool:
+    """Whether ``pid`` still runs (and, for a host, is the host of ``agent``: no pid reuse)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return agent is None or agent.encode() in cmdline

@@ -82,7 +82,7 @@ def test_defaults_are_the_architecture_pages(cfg: Path) -> None:
 
 def test_every_rule_has_a_default_and_every_default_a_rule() -> None:
     assert config_mod._defaults_match_rules()
-    assert len(known_keys()) == 17
+    assert len(known_keys()) == 28
 
 
 @pytest.mark.parametrize(("text", "share"), [("0.9", 0.9), ("90", 0.9), ('"90%"', 0.9)])
@@ -178,6 +178,7 @@ BAD_VALUES = [
     ("notifications", "mission", "[]", "[]", "true or false"),
     ("notifications", "lost", '"false"', '"false"', "true or false"),
     ("notifications", "interrupted", "0", "0", "true or false"),
+    ("notifications", "tray_icon", '"dark"', '"dark"', '"dark-panel", "light-panel"'),
     ("discovery", "discovery_interval", "0", "0", "at least 0.1"),
     ("discovery", "max_discovery_interval", '"fast"', '"fast"', "at least 0.1"),
     ("discovery", "idle_discovery_interval", "-30", "-30", "at least 0.1"),
@@ -244,7 +245,8 @@ def test_discovery_interval_above_its_maximum_is_a_problem(cfg: Path) -> None:
         ("resume_after_reboot = false\n", "(did you mean \"agents.resume_after_reboot\"?)"),
         ("[agent]\nrestart_on_crash = true\n", "unknown setting 'agent' (did you mean \"[agents]\"?)"),  # noqa: E501
         ("[claude]\npermision_mode = \"plan\"\n", "(did you mean \"claude.permission_mode\"?)"),
-        ("[claude]\nmodel = \"opus\"\n", "unknown setting 'claude.model'"),
+        ("[claude]\nmodle = \"opus\"\n", "(did you mean \"claude.model\"?)"),
+        ("[codex]\neffort = \"high\"\n", "unknown setting 'codex.effort'"),
     ],
 )  # fmt: skip
 def test_unknown_keys_are_problems_with_typo_help(cfg: Path, text: str, expected: str) -> None:
@@ -405,3 +407,138 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp(
         save_setting(cfg, "notifications.mission", False)
     assert cfg.read_text(encoding="utf-8") == ARCHITECTURE_EXAMPLE
     assert os.listdir(cfg.parent) == ["config.toml"]
+
+
+# --- settings that lower safety (issue 22, finding 5) ------------------------------------
+
+
+def test_every_setting_that_lowers_safety_is_a_known_key_and_its_default_does_not() -> None:
+    keys = [rule.key for rule in config_mod.SAFETY_LOWERING]
+    assert set(keys) <= set(known_keys())
+    assert len(keys) == len(set(keys))
+    assert config_mod.lowering_values(Config()) == {}
+
+
+def test_a_value_that_lowers_safety_is_held_at_its_default_until_confirmed(cfg: Path) -> None:
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text('[claude]\npermission_mode = "bypassPermissions"\n[notifications]\n'
+                   "needs_input = false\nfailed = false\n")  # fmt: skip
+    asked = load_config(cfg).config
+    config, held = config_mod.in_force(asked, {})
+    assert config.claude.permission_mode == "acceptEdits"
+    assert config.notifications.needs_input is True
+    assert config.notifications.failed is False  # not a safety setting: as written
+    assert [h.key for h in held] == ["claude.permission_mode", "notifications.needs_input"]
+    assert held[0].message == (
+        'config.toml asks for claude.permission_mode = "bypassPermissions": not in force until '
+        "you confirm: `volee config confirm` (Claude Code agents would run every tool without "
+        'asking; claude.permission_mode = "acceptEdits" meanwhile)'
+    )
+    confirmed = config_mod.lowering_values(asked)
+    assert confirmed == {
+        "claude.permission_mode": '"bypassPermissions"',
+        "notifications.needs_input": "false",
+    }
+    config, held = config_mod.in_force(asked, confirmed)
+    assert (config, held) == (asked, [])
+    # A confirmation of one value is not one of another.
+    assert config_mod.in_force(asked, {"notifications.needs_input": "false"})[1][0].key == (
+        "claude.permission_mode"
+    )
+
+
+def test_a_confirmation_lapses_once_the_file_asks_for_something_else() -> None:
+    confirmed = {"claude.permission_mode": '"bypassPermissions"'}
+    safer = Config(claude=ClaudeConfig(permission_mode="plan"))
+    assert config_mod.still_confirmed(safer, confirmed) == {}
+    lowered = Config(claude=ClaudeConfig(permission_mode="bypassPermissions"))
+    assert config_mod.still_confirmed(lowered, confirmed) == confirmed
+
+
+def test_giving_agents_the_desktop_is_held_until_confirmed(cfg: Path) -> None:
+    # `[agents] desktop` hands agents the person's display and session bus (issue 22, 2).
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text('[agents]\ndesktop = ["claude"]\n')
+    asked = load_config(cfg).config
+    config, held = config_mod.in_force(asked, {})
+    assert config.agents.desktop == ()
+    assert [h.key for h in held] == ["agents.desktop"]
+    assert held[0].value == '["claude"]'
+    config, held = config_mod.in_force(asked, config_mod.lowering_values(asked))
+    assert (config.agents.desktop, held) == (("claude",), [])
+
+
+def test_the_limits_settings_read_durations_and_a_share(cfg: Path) -> None:
+    text = (
+        '[limits]\nresume = false\nmargin = "2m"\nstagger = 3\n'
+        'unknown_wait = "1h"\nwarn_at = "90%"\n'
+    )
+    result = load_config(write(cfg, text))
+    assert result.problems == []
+    limits = result.config.limits
+    assert (limits.resume, limits.margin, limits.stagger) == (False, 120.0, 3.0)
+    assert (limits.unknown_wait, limits.warn_at) == (3600.0, 0.9)
+    assert Config().limits.resume is True
+    assert Config().limits.warn_at is None
+
+
+def test_a_bad_limits_value_names_the_key_and_keeps_the_default(cfg: Path) -> None:
+    result = load_config(write(cfg, '[limits]\nmargin = "soon"\n'))
+    assert len(result.problems) == 1
+    assert "limits.margin" in result.problems[0]
+    assert result.config.limits.margin == 60.0
+
+
+# --- the default model per harness ------------------------------------------------------
+
+
+def test_each_harness_names_its_default_model_and_a_blank_one_is_its_own(cfg: Path) -> None:
+    text = '[claude]\nmodel = "opus"\n[codex]\nmodel = "gpt-5"\n[pi]\nmodel = ""\n'
+    config = load_config(write(cfg, text)).config
+    assert [config_mod.harness_model(config, h) for h in ("claude", "codex", "pi")] == [
+        "opus",
+        "gpt-5",
+        None,
+    ]
+    assert config_mod.harness_model(config, "generic") is None
+    assert config_mod.harness_model(Config(), "claude") is None
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ('"--dangerously-skip-permissions"', "not starting with -"),
+        ('"opus 4"', "one word"),
+        ("4", "must be a model's name in quotes"),
+        (f'"{"x" * 129}"', "at most 128 characters"),
+    ],
+)
+def test_a_bad_model_is_a_problem_naming_the_key_and_the_default_stands(
+    cfg: Path, value: str, message: str
+) -> None:
+    result = load_config(write(cfg, f"[codex]\nmodel = {value}\n"))
+    assert result.config.codex.model is None
+    assert len(result.problems) == 1
+    assert "codex.model = " in result.problems[0]
+    assert message in result.problems[0]
+
+
+def test_saving_a_model_is_validated_as_spawn_validates_it(cfg: Path) -> None:
+    with pytest.raises(InvalidSetting, match=r"pi\.model = .* not starting with -"):
+        save_setting(cfg, "pi.model", "-x")
+    assert not cfg.exists()
+    save_setting(cfg, "pi.model", "anthropic/claude-sonnet-4")
+    save_setting(cfg, "claude.model", "sonnet[1m]")
+    config = load_config(cfg).config
+    assert (config.pi.model, config.claude.model) == ("anthropic/claude-sonnet-4", "sonnet[1m]")
+    assert config_mod.model_problem("opus", "generic") is not None
+
+
+def test_the_default_harness_is_one_that_takes_a_prompt(cfg: Path) -> None:
+    assert Config().agents.harness == "claude"
+    assert load_config(write(cfg, '[agents]\nharness = "codex"\n')).config.agents.harness == "codex"
+    result = load_config(write(cfg, '[agents]\nharness = "generic"\n'))
+    assert result.config.agents.harness == "claude"
+    assert "the generic harness needs its command" in result.problems[0]
+    with pytest.raises(InvalidSetting, match=r"agents\.harness = \"gemini\""):
+        save_setting(cfg, "agents.harness", "gemini")

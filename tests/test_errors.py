@@ -59,7 +59,8 @@ def test_every_error_of_a_package_descends_from_its_root(package: str) -> None:
 
 
 def test_the_errors_named_in_issue_10_have_their_roots() -> None:
-    from volee_desktop.daemon import errors, forge, git, listers
+    from volee_desktop.daemon import errors, forge, git
+    from volee_desktop.daemon.discovery import listers
     from volee_desktop.store import codec, integrity
     from volee_desktop.store.errors import StoreError
 

@@ -2,12 +2,13 @@
 
 core imports only the stdlib (minus anything that does IO, reads the clock or
 draws randomness) and itself; store imports core, the stdlib and msgspec;
-hosts import only the stdlib (no asyncio, no psutil, no core); ipc imports only
-core, paths and the stdlib (it sits below the daemon); only app imports Qt or
-qasync.  Inside every package the modules import each other without a circle
-(the import graph of each package is acyclic).  Every import counts, including those
-under ``if TYPE_CHECKING``, inside functions, and ``importlib.import_module("...")``
-with a literal name.
+hosts import only the stdlib (no asyncio, no psutil, no core) and ``lean`` (the
+stdlib-only module the lean processes share); ipc imports only core, paths, ``lean``
+and the stdlib (it sits below the daemon); only app imports Qt or qasync.  Inside
+every package the modules import each other without a circle (the import graph of
+each package is acyclic).  Every import counts, including those under ``if
+TYPE_CHECKING``, inside functions, and ``importlib.import_module("...")`` with a
+literal name.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ PURE_PATHLIB = frozenset({"pathlib.PurePath", "pathlib.PurePosixPath", "pathlib.
 QT = frozenset({"PySide6", "shiboken6", "qasync"})
 # The root package holds only the version (a test below keeps it so): no layer.
 ROOT_PACKAGE = "volee_desktop"
+# The stdlib-only facts of the lean processes (tests/test_lean_module.py: it imports no other).
+LEAN = "volee_desktop.lean"
 
 
 @dataclass(frozen=True)
@@ -175,18 +178,19 @@ def store_allows(name: str) -> bool:
 
 
 def hosts_allows(name: str) -> bool:
-    """hosts: the stdlib without asyncio (a host runs for every agent: it stays lean)."""
-    if _within(name, "volee_desktop.hosts") or name == ROOT_PACKAGE:
+    """hosts: the stdlib without asyncio, and ``lean`` (a host runs for every agent: it stays
+    lean)."""
+    if _within(name, "volee_desktop.hosts") or name in {ROOT_PACKAGE, LEAN}:
         return True
     return _top(name) in STDLIB and _top(name) != "asyncio"
 
 
 def ipc_allows(name: str) -> bool:
-    """ipc: the stdlib, the core, ``paths`` (where the socket is) and itself; it sits below
-    the daemon (which serves through it) and the clients alike."""
+    """ipc: the stdlib, the core, ``paths`` (where the socket is), ``lean`` (the socket rule)
+    and itself; it sits below the daemon (which serves through it) and the clients alike."""
     if name == ROOT_PACKAGE or _within(name, "volee_desktop.ipc"):
         return True
-    if _within(name, "volee_desktop.paths"):
+    if _within(name, "volee_desktop.paths") or name == LEAN:
         return True
     return _within(name, "volee_desktop.core") or _top(name) in STDLIB
 
@@ -342,6 +346,91 @@ def test_no_package_imports_itself_in_a_circle() -> None:
     )
 
 
+# The daemon's rooms (architecture.md, "The daemon's rooms"): the kernel at the package's root,
+# one package per capability.  Each may import only what this table names (and the layers
+# below the daemon); ``daemon.main``, the composition root, may import every room.
+DAEMON = "volee_desktop.daemon"
+ROOMS: dict[str, frozenset[str]] = {
+    "kernel": frozenset({"kernel"}),
+    "agents": frozenset({"kernel", "agents"}),
+    "discovery": frozenset({"kernel", "discovery"}),
+    "missions": frozenset({"kernel", "agents", "missions"}),
+    "machines": frozenset({"kernel", "machines"}),
+    "serving": frozenset({"kernel", "agents", "serving"}),
+}
+COMPOSITION_ROOT = f"{DAEMON}.main"
+
+
+def room_of(name: str) -> str | None:
+    """The room a module of the daemon is in (``kernel`` for the root's modules), or None for
+    a name outside the daemon; ``main`` is a room of its own."""
+    if not _within(name, DAEMON) or name == DAEMON:
+        return None
+    head = name[len(DAEMON) + 1 :].split(".")[0]
+    if f"{DAEMON}.{head}" == COMPOSITION_ROOT:
+        return "main"
+    return head if head in ROOMS else "kernel"
+
+
+def room_offences(uses: Iterator[Use] | list[Use], module: str) -> list[str]:
+    """The imports of one daemon module that go to a room its own may not import."""
+    here = room_of(module)
+    if here == "main":
+        return []
+    allowed = ROOMS.get(here or "", frozenset())
+    found = []
+    for use in uses:
+        there = room_of(use.name)
+        if there is not None and (there == "main" or there not in allowed):
+            found.append(f"{use} ({here} -> {there})")
+    return found
+
+
+def test_the_daemon_has_its_rooms_each_saying_what_it_owns() -> None:
+    for room in ROOMS:
+        if room == "kernel":
+            continue
+        init = PACKAGE_DIR / "daemon" / room / "__init__.py"
+        assert init.is_file(), room
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc, f"{room}/__init__.py has no docstring"
+        assert "owns" in doc, f"{room}/__init__.py must say what the room owns"
+        assert len(list(modules(f"daemon/{room}"))) >= 3, room
+    subpackages = {p.parent.name for p in (PACKAGE_DIR / "daemon").glob("*/__init__.py")}
+    assert subpackages == set(ROOMS) - {"kernel"}
+
+
+def test_the_daemon_rooms_import_one_way() -> None:
+    found = []
+    for path, name, source in modules("daemon"):
+        rel = str(path.relative_to(ROOT))
+        uses = imports_in(source, name, rel, is_package=path.name == "__init__.py")
+        found += room_offences(uses, name)
+    assert not found, _report(
+        "a room of the daemon imports one it may not (tests/test_layers.py ROOMS; pass what it "
+        "needs to its constructor instead)",
+        found,
+    )
+
+
+def test_the_room_rule_refuses_an_upward_arrow() -> None:
+    up = [Use("x.py", 1, f"{DAEMON}.serving.access.Rule")]
+    assert room_offences(up, f"{DAEMON}.agents.runner") == [
+        f"x.py:1: {DAEMON}.serving.access.Rule (agents -> serving)"
+    ]
+    assert room_offences(up, f"{DAEMON}.serving.api") == []
+    assert room_offences(up, COMPOSITION_ROOT) == []
+    to_main = [Use("x.py", 2, f"{COMPOSITION_ROOT}.Daemon")]
+    assert room_offences(to_main, f"{DAEMON}.errors") == [
+        f"x.py:2: {COMPOSITION_ROOT}.Daemon (kernel -> main)"
+    ]
+    kernel_up = [Use("x.py", 3, f"{DAEMON}.agents")]
+    assert room_offences(kernel_up, f"{DAEMON}.params") == [
+        f"x.py:3: {DAEMON}.agents (kernel -> agents)"
+    ]
+    assert room_offences([Use("x.py", 4, "volee_desktop.core.model")], f"{DAEMON}.params") == []
+
+
 # --- the checker itself (else the rules above could pass on nothing) -----------------------
 
 BAD_CORE = """\
@@ -474,7 +563,7 @@ def test_from_imports_of_other_packages_keep_their_top_level_name() -> None:
         (ipc_allows, "volee_desktop.ipc.protocol", True),
         (ipc_allows, "socket", True),
         (ipc_allows, "volee_desktop.paths.dirs", True),
-        (ipc_allows, "volee_desktop.daemon.api", False),
+        (ipc_allows, "volee_desktop.daemon.serving.api", False),
         (ipc_allows, "volee_desktop.store.codec", False),
     ],
 )

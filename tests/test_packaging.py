@@ -242,5 +242,36 @@ def test_the_deb_depends_on_what_scripts_dev_installs_for_the_app() -> None:
 
     script = (ROOT / "scripts" / "dev").read_text()
     block = script.split('RUNTIME_APT="', 1)[1].split('"', 1)[0]
-    runtime = set(block.replace("\\\n", " ").split()) - {"git"}
+    runtime = set(block.replace("\\\n", " ").split()) - set(build_deb.RECOMMENDS)
     assert set(build_deb.LIBRARIES) == runtime
+
+
+def test_the_deb_keeps_every_qt_module_volee_imports() -> None:
+    # The .deb drops every PySide6 module not in QT_MODULES (docs/packaging.md): a new import
+    # fails here at once, not only in the slow test that installs the package.
+    sys.path.insert(0, str(ROOT / "installers" / "debian"))
+    import build_deb
+
+    imported: set[str] = set()
+    for source in (ROOT / "volee_desktop").rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            imported |= {n.split(".")[1] for n in names if n.startswith("PySide6.Qt")}
+    assert imported, "no PySide6 import found"
+    assert imported <= set(build_deb.QT_MODULES), imported - set(build_deb.QT_MODULES)
+
+
+def test_the_deb_finds_the_qt_libraries_a_module_needs_in_its_elf_file() -> None:
+    sys.path.insert(0, str(ROOT / "installers" / "debian"))
+    import build_deb
+    import PySide6
+
+    pyside = Path(PySide6.__file__).parent
+    assert "libQt6Widgets.so.6" in build_deb.elf_needed(pyside / "QtWidgets.abi3.so")
+    assert "libQt6Core.so.6" in build_deb.elf_needed(pyside / "Qt" / "lib" / "libQt6Gui.so.6")
+    assert build_deb.elf_needed(pyside / "__init__.py") == []

@@ -21,12 +21,13 @@ MAX_SOCKET_PATH = 103
 
 @dataclass(frozen=True)
 class Dirs:
-    """The four folders volee uses."""
+    """The four folders volee uses (and ``VOLEE_HOME``, their parent, when it is set)."""
 
     config: Path
     state: Path
     runtime: Path
     logs: Path
+    home: Path | None = None
 
     @property
     def config_file(self) -> Path:
@@ -49,6 +50,18 @@ class Dirs:
         return self.state / "spool" / "rejected"
 
     @property
+    def screens(self) -> Path:
+        return self.state / "screens"
+
+    @property
+    def agents(self) -> Path:
+        return self.state / "agents"
+
+    @property
+    def host_sockets(self) -> Path:
+        return self.runtime / "hosts"
+
+    @property
     def socket(self) -> Path:
         return self.runtime / SOCKET_NAME
 
@@ -67,7 +80,7 @@ def dirs(environ: dict[str, str] | None = None) -> Dirs:
     home = env.get("VOLEE_HOME")
     if home:
         base = Path(home).expanduser().absolute()
-        return Dirs(base / "config", base / "state", base / "run", base / "logs")
+        return Dirs(base / "config", base / "state", base / "run", base / "logs", base)
     import platformdirs
 
     runtime = env.get("XDG_RUNTIME_DIR")
@@ -120,14 +133,47 @@ def check_private_dir(path: Path) -> None:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) 0700 and check that it is this user's: only it may enter.
+    """Create ``path`` (and the parents it lacks) 0700, whatever the umask, and check that it
+    is this user's: only it may enter.  An existing folder of this user that is open to
+    others is tightened; parents that existed already are left as they are.
 
     A folder that exists already and belongs to someone else raises NotPrivate (it is never
     chmod-ed: as root that would succeed and leave the other user's folder in use).
     """
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    missing: list[Path] = []
+    at = path
+    while not os.path.lexists(at) and at.parent != at:
+        missing.append(at)
+        at = at.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            continue  # made meanwhile by another process: checked below like any other
+        os.chmod(folder, 0o700)  # mkdir's mode went through the umask
     st = os.lstat(path)
     if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & 0o077:
         os.chmod(path, 0o700)
     check_private_dir(path)
     return path
+
+
+def ensure_private_folders(folders: Dirs) -> None:
+    """Every folder volee keeps files in, 0700 (docs/faults.md): ``VOLEE_HOME`` itself when it
+    is set, then config, state, runtime, logs and those within; created when missing, and
+    tightened at start when an older volee or a umask left them open to others."""
+    if folders.home is not None:
+        ensure_private_dir(folders.home)
+    for folder in (
+        folders.config,
+        folders.state,
+        folders.runtime,
+        folders.logs,
+        folders.spool,
+        folders.rejected,
+        folders.hosts,
+        folders.screens,
+        folders.agents,
+        folders.host_sockets,
+    ):
+        ensure_private_dir(folder)

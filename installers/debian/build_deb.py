@@ -36,9 +36,32 @@ LIBRARIES = (
     *("libxcb-render-util0", "libxcb-render0", "libxcb-shape0", "libxcb-util1", "libxcb-xkb1"),
     "libxkbcommon-x11-0",
 )
-RECOMMENDS = ("git", "hicolor-icon-theme", "desktop-file-utils")
-# PySide6-Essentials ships Qt's developer tools and sources beside the runtime; the app never
-# runs them (paths relative to site-packages/PySide6). The package test runs the installed app.
+# fonts-symbola: the glyphs of Claude Code's screen DejaVu lacks (app/termfont.py).
+RECOMMENDS = ("git", "hicolor-icon-theme", "desktop-file-utils", "fonts-symbola")
+# PySide6-Essentials ships every Qt module it has bindings for, Qt's developer tools and sources;
+# the package keeps what volee loads (docs/packaging.md, "What is left of Qt"). The Python
+# modules volee imports (`grep -rn PySide6 volee_desktop`):
+QT_MODULES = ("QtCore", "QtGui", "QtWidgets", "QtDBus", "QtSvg")
+# The plugins it loads, by folder (file names; "*" keeps the folder whole): the platforms a
+# desktop gives (X11, Wayland) and the two with no screen (offscreen, minimal: the tests, a
+# headless `volee`), their GL/shell/decoration glue, the desktop's theme and input methods,
+# and SVG (the icons are SVG). Not wayland-egl: the widgets draw in shared memory, and it
+# alone needs libQt6OpenGL.
+QT_PLUGINS = {
+    "platforms": ("libqxcb.so", "libqwayland.so", "libqoffscreen.so", "libqminimal.so"),
+    "xcbglintegrations": ("*",),
+    "wayland-shell-integration": ("*",),
+    "wayland-decoration-client": ("*",),
+    "platformthemes": ("*",),
+    "platforminputcontexts": (
+        "libcomposeplatforminputcontextplugin.so",
+        "libibusplatforminputcontextplugin.so",
+    ),
+    "imageformats": ("libqsvg.so",),
+    "iconengines": ("libqsvgicon.so",),
+}
+# Beside the modules (paths relative to site-packages/PySide6): tools, headers, build files,
+# docs, the type stubs; Qt's translations (volee's text is English only) and QML.
 PRUNE_PYSIDE = (
     "assistant",
     "designer",
@@ -48,13 +71,18 @@ PRUNE_PYSIDE = (
     "qmlformat",
     "qmlls",
     "qmllint",
+    "svgtoqml",
     "include",
     "typesystems",
     "glue",
     "scripts",
+    "doc",
+    "lib",
+    "Qt/libexec",
     "Qt/metatypes",
     "Qt/translations",
     "Qt/qml",
+    "Qt/resources",
 )
 PRUNE_BIN_PREFIX = "pyside6-"
 
@@ -146,8 +174,125 @@ def build_venv(stage: Path, wheel: Path, python: str, index_args: list[str]) -> 
     return venv
 
 
+def _elf_sections(data: bytes) -> list[tuple[int, int, int, int]]:
+    """(type, offset, size, link) of each section of a 64-bit little-endian ELF file."""
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return []
+    shoff = int.from_bytes(data[0x28:0x30], "little")
+    shentsize = int.from_bytes(data[0x3A:0x3C], "little")
+    shnum = int.from_bytes(data[0x3C:0x3E], "little")
+    sections = []
+    for i in range(shnum):
+        h = data[shoff + i * shentsize : shoff + (i + 1) * shentsize]
+        sections.append(
+            (
+                int.from_bytes(h[4:8], "little"),
+                int.from_bytes(h[0x18:0x20], "little"),
+                int.from_bytes(h[0x20:0x28], "little"),
+                int.from_bytes(h[0x28:0x2C], "little"),
+            )
+        )
+    return sections
+
+
+def elf_needed(path: Path) -> list[str]:
+    """The DT_NEEDED names of a 64-bit little-endian ELF file ([] for anything else)."""
+    data = path.read_bytes()
+    sections = _elf_sections(data)
+    names = []
+    for kind, offset, size, link in sections:
+        if kind != 6:  # SHT_DYNAMIC
+            continue
+        strtab = sections[link][1]
+        for entry in range(offset, offset + size, 16):
+            tag = int.from_bytes(data[entry : entry + 8], "little")
+            if tag == 0:  # DT_NULL
+                break
+            if tag == 1:  # DT_NEEDED
+                at = strtab + int.from_bytes(data[entry + 8 : entry + 16], "little")
+                names.append(data[at : data.index(b"\0", at)].decode())
+    return names
+
+
+def strip_symbols(venv: Path) -> int:
+    """``strip --strip-unneeded`` the shared objects that still carry a symbol table (the
+    wheels of cryptography, wcwidth, watchfiles, ICU...); the bytes freed. The dynamic symbols
+    they link by stay."""
+    carrying = []
+    for path in sorted(venv.rglob("*.so*")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        with path.open("rb") as f:
+            if f.read(4) != b"\x7fELF":
+                continue
+        if any(kind == 2 for kind, *_ in _elf_sections(path.read_bytes())):  # SHT_SYMTAB
+            carrying.append(path)
+    if not carrying:
+        return 0
+    before = sum(p.stat().st_size for p in carrying)
+    run(["strip", "--strip-unneeded", *map(str, carrying)])
+    return before - sum(p.stat().st_size for p in carrying)
+
+
+def rewrite_record(site: Path) -> None:
+    """Each dist-info's RECORD lists only the files left (pip uninstall, importlib.metadata)."""
+    for record in site.glob("*.dist-info/RECORD"):
+        kept = []
+        for line in record.read_text().splitlines(keepends=True):
+            name = line.rsplit(",", 2)[0].strip('"')
+            if (site / name).exists():
+                kept.append(line)
+        record.write_text("".join(kept))
+
+
+def slim_qt(site: Path) -> int:
+    """Keep the Qt modules and plugins volee loads and the libraries they need; the bytes freed.
+
+    The libraries are found, not listed: every Qt library no kept module or plugin needs
+    (DT_NEEDED, followed through the libraries themselves) goes.
+    """
+    pyside = site / "PySide6"
+    qt = pyside / "Qt"
+    gone: list[Path] = []
+    for path in pyside.glob("Qt*.*"):
+        if path.name.split(".")[0] not in QT_MODULES and path.is_file():
+            gone.append(path)
+    gone += pyside.glob("*.pyi")
+    gone += [pyside / "py.typed"]
+    for folder in (qt / "plugins").iterdir():
+        keep = QT_PLUGINS.get(folder.name, ())
+        if "*" not in keep:
+            gone += [p for p in folder.rglob("*") if p.is_file() and p.name not in keep]
+    gone_set = set(gone)
+    libraries = {
+        p.name: p for p in [*(qt / "lib").iterdir(), *pyside.glob("libpyside6*.so*")] if p.is_file()
+    }
+    kept = [
+        p
+        for p in [*pyside.rglob("*.so*"), *(site / "shiboken6").rglob("*.so*")]
+        if p.is_file() and p not in gone_set and p.name not in libraries
+    ]
+    needed: set[str] = set()
+    todo = [name for p in kept for name in elf_needed(p)]
+    while todo:
+        name = todo.pop()
+        if name in libraries and name not in needed:
+            needed.add(name)
+            todo += elf_needed(libraries[name])
+    gone += [p for name, p in libraries.items() if name not in needed]
+    freed = 0
+    for path in gone:
+        if path.is_file() and not path.is_symlink():
+            freed += path.stat().st_size
+        path.unlink(missing_ok=True)
+    for folder in sorted((qt / "plugins").iterdir()):
+        if not any(folder.iterdir()):
+            folder.rmdir()
+    return freed
+
+
 def prune(venv: Path) -> int:
-    """Remove Qt's developer tools; the bytes freed."""
+    """Remove what the app never loads of Qt, its developer tools; the bytes freed."""
     freed = 0
     (site,) = (venv / "lib").glob("python3*/site-packages")
     for rel in PRUNE_PYSIDE:
@@ -158,6 +303,14 @@ def prune(venv: Path) -> int:
         elif target.is_file():
             freed += target.stat().st_size
             target.unlink()
+    freed += slim_qt(site)
+    # The tests some dependencies ship inside themselves (jeepney's).
+    for tests in [*site.glob("*/tests"), *site.glob("*/*/tests")]:
+        if tests.is_dir() and (tests / "__init__.py").exists():
+            freed += sum(p.stat().st_size for p in tests.rglob("*") if p.is_file())
+            shutil.rmtree(tests)
+    freed += strip_symbols(venv)
+    rewrite_record(site)
     for script in (venv / "bin").glob(f"{PRUNE_BIN_PREFIX}*"):
         freed += script.stat().st_size
         script.unlink()
@@ -234,7 +387,7 @@ def build(wheel: Path, out: Path, python: str, compression: str, index_args: lis
         stage = Path(tmp) / "root"
         venv = build_venv(stage, wheel, real_python, index_args)
         freed = prune(venv)
-        print(f"pruned Qt's developer tools: {freed / 2**20:.1f} MiB", file=sys.stderr)
+        print(f"pruned what volee never loads of Qt: {freed / 2**20:.1f} MiB", file=sys.stderr)
         relocate(stage, venv)
         bindir = stage / "usr" / "bin"
         bindir.mkdir(parents=True)
@@ -280,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         "--compression",
         default="zstd",
         choices=["xz", "gzip", "zstd", "none"],
-        help="dpkg-deb -Z (zstd: 68 MB in 4 s; xz: 55 MB in 2 min; dpkg >= 1.21.18 reads zstd)",
+        help="dpkg-deb -Z (zstd: 38 MB in seconds; xz: smaller, in minutes; dpkg >= 1.21.18)",
     )
     parser.add_argument(
         "--pip-arg",

@@ -12,6 +12,7 @@
  * nothing.
  */
 import { spawn } from "node:child_process";
+import { SettingsManager } from "@mariozechner/pi-coding-agent";
 
 type Payload = Record<string, unknown>;
 
@@ -42,6 +43,29 @@ function watchSignals(): void {
 }
 
 let chain: Promise<void> = Promise.resolve();
+
+// pi ends a turn on an API error (a 429, a 529) with agent_end, then retries it by itself
+// (auto-retry: up to retry.maxRetries more turns, each ending with agent_end): volee is told
+// how many turns of this prompt ended on an error in a row and how many retries pi makes, so
+// it can tell a retry from the end (docs/limits.md).
+let errorsInARow = 0;
+
+function maxRetries(cwd: string): number {
+  try {
+    const retry = SettingsManager.create(cwd).getRetrySettings();
+    return retry.enabled ? retry.maxRetries : 0;
+  } catch {
+    return 3; // pi's default
+  }
+}
+
+function lastAssistant(messages: unknown): any {
+  if (!Array.isArray(messages)) return undefined;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (messages[i]?.role === "assistant") return messages[i];
+  }
+  return undefined;
+}
 
 function run(event: string, payload: Payload): Promise<void> {
   return new Promise((resolve) => {
@@ -115,8 +139,23 @@ export default function (pi: any) {
       });
     }
   });
-  pi.on("agent_end", (_event: any, ctx: any) => {
-    void report("agent_end", ctx);
+  pi.on("before_agent_start", () => {
+    errorsInARow = 0; // a new prompt (pi's own retries do not pass here)
+  });
+  pi.on("agent_end", (event: any, ctx: any) => {
+    const last = lastAssistant(event?.messages);
+    if (last?.stopReason !== "error") {
+      errorsInARow = 0;
+      void report("agent_end", ctx);
+      return;
+    }
+    errorsInARow += 1;
+    void report("agent_end", ctx, {
+      stop_reason: "error",
+      error_message: typeof last.errorMessage === "string" ? last.errorMessage : "",
+      errors_in_a_row: errorsInARow,
+      max_retries: maxRetries(ctx?.cwd ?? process.cwd()),
+    });
   });
   pi.on("session_shutdown", async (event: any, ctx: any) => {
     await report("session_shutdown", ctx, {

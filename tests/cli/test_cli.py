@@ -116,7 +116,7 @@ def test_daemon_stop_leaves_nothing_listening(volee_home: Path) -> None:
 
 def test_the_lean_hook_path_runs_without_site_and_spools(volee_home: Path) -> None:
     """Agents run the shim file with -I -S (docs/decisions.md D5): stdlib only, env paths."""
-    from volee_desktop.daemon.agents import HOOKSHIM
+    from volee_desktop.daemon.agents.runner import HOOKSHIM
 
     spool = volee_home / "spool-here"
     payload = (SAMPLES / "claude-hook-Stop.json").read_text()

@@ -20,6 +20,7 @@ from volee_desktop.cli.main import build_parser
 READ_ONLY = {
     "app",
     "attach",
+    "bridge",
     "completion",
     "daemon run",
     "hook",

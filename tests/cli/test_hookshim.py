@@ -1,5 +1,6 @@
-"""The hook shim's own JSON line (``_json``/``_socket``, not ``json``/``socket``: docs/decisions.md
-D5) says exactly what ``json`` would, and the shim really runs without the heavy modules."""
+"""The hook shim's JSON line (``lean``: ``_json``/``_socket``, not ``json``/``socket``:
+docs/decisions.md D5) says exactly what ``json`` would, and the shim really runs without the
+heavy modules."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from volee_desktop import lean
 from volee_desktop.cli import hookshim
 
 flat_values = st.one_of(
@@ -41,7 +43,7 @@ json_values = st.recursive(
 @settings(max_examples=300)
 @given(requests)
 def test_what_the_shim_writes_is_the_json_of_what_it_sends(request: dict[str, Any]) -> None:
-    line = hookshim._dumps(request)
+    line = lean.dumps(request)
     assert json.loads(line) == request
     assert line.isascii()  # escaped: safe whatever the payload's bytes were
     assert "\n" not in line  # one line of NDJSON
@@ -50,25 +52,29 @@ def test_what_the_shim_writes_is_the_json_of_what_it_sends(request: dict[str, An
 def test_a_payload_full_of_awkward_characters_survives_the_round_trip() -> None:
     payload = 'quote " backslash \\ newline \n tab \t nul \x00 é 🦀 \u2028 \ud800'
     params = {"event": "Stop", "payload": payload, "agent": None, "received_at": 1.5}
-    assert json.loads(hookshim._dumps(params)) == params
+    assert json.loads(lean.dumps(params)) == params
 
 
 def test_what_cannot_be_sent_is_refused_not_mangled() -> None:
-    with pytest.raises(TypeError, match="cannot send list"):
-        hookshim._dumps({"payload": [1, 2]})
-    with pytest.raises(TypeError, match="cannot send bool"):
-        hookshim._dumps({"accepted": True})
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        lean.dumps({"payload": b"bytes"})
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        lean.dumps({"payload": object()})
+    # Lists and booleans are JSON's own, not Python's repr.
+    assert lean.dumps({"payload": [1, 2], "accepted": True}) == json.dumps(
+        {"payload": [1, 2], "accepted": True}
+    )
 
 
 @settings(max_examples=300)
 @given(json_values)
 def test_the_shim_reads_what_json_writes(value: Any) -> None:
-    assert hookshim._loads(json.dumps(value)) == value
-    assert hookshim._loads(f" {json.dumps(value)}\n") == value
+    assert lean.loads(json.dumps(value)) == value
+    assert lean.loads(f" {json.dumps(value)}\n") == value
 
 
 def test_the_shim_reads_the_constants_json_writes() -> None:
-    value = hookshim._loads(json.dumps([float("inf"), -float("inf"), float("nan")]))
+    value = lean.loads(json.dumps([float("inf"), -float("inf"), float("nan")]))
     assert value[:2] == [float("inf"), -float("inf")]
     assert math.isnan(value[2])
 
@@ -76,7 +82,7 @@ def test_the_shim_reads_the_constants_json_writes() -> None:
 @pytest.mark.parametrize("text", ["", "   ", "{", '{"a": }', "nope", '{"a": 1} trailing', "[1,]"])
 def test_what_is_not_one_json_value_is_a_value_error(text: str) -> None:
     with pytest.raises(ValueError):
-        hookshim._loads(text)
+        lean.loads(text)
     with pytest.raises(ValueError):
         json.loads(text)
 
@@ -100,3 +106,20 @@ def test_the_shim_runs_without_json_socket_re_enum_or_typing(tmp_path: Path) -> 
     assert {"_json", "_socket"} <= imported  # the probe sees imports at all
     assert imported.isdisjoint({"json", "socket", "re", "enum", "typing", "collections"})
     assert len(list(tmp_path.glob("*.json"))) == 1  # and it did its job: spooled
+
+
+def test_a_payload_too_large_for_one_message_is_spooled_whole_when_no_daemon_takes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The hand-over (``.<key>.big`` named on the connection) fell through: the file becomes
+    # an ordinary spool file, for the daemon to take at its start.
+    spool = tmp_path / "spool"
+    monkeypatch.setenv("VOLEE_SOCKET", str(tmp_path / "none.sock"))
+    monkeypatch.setenv("VOLEE_SPOOL", str(spool))
+    big = json.dumps({"session_id": "s", "prompt": "é" * (hookshim.MAX_MESSAGE // 2)})
+    assert hookshim._too_large_for_one_message(big)
+    assert not hookshim._too_large_for_one_message("x" * 1000)
+    assert hookshim.hand_over("UserPromptSubmit", big.encode(), 1.0) == 0
+    (spooled,) = spool.glob("*.json")
+    assert json.loads(spooled.read_text())["payload"] == big
+    assert not list(spool.glob(".*"))

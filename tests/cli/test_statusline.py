@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from volee_desktop.daemon.agenthosts import STATUSLINE
+from volee_desktop.daemon.agents.hosts import STATUSLINE
 
 
 def claude_input(used: int | None, cost: float = 0.0123) -> bytes:
@@ -141,3 +141,33 @@ def test_the_wrapper_imports_no_volee_and_no_site(tmp_path: Path) -> None:
     assert "hookshim" in imported
     heavy = {"site", "typing", "re", "json", "subprocess", "enum", "asyncio"}
     assert not {m for m in imported if m.split(".")[0] in heavy or m.startswith("volee")}
+
+
+def with_plan(data: bytes, five: float, seven: float | None = None) -> bytes:
+    """The status-line input of a claude.ai login: ``rate_limits`` (2.1.332's fields)."""
+    payload = json.loads(data)
+    limits: dict[str, Any] = {"five_hour": {"used_percentage": five, "resets_at": 1796018400}}
+    if seven is not None:
+        limits["seven_day"] = {"used_percentage": seven, "resets_at": 1796400000}
+    payload["rate_limits"] = limits
+    return json.dumps(payload).encode()
+
+
+def test_the_plans_use_is_handed_over_when_it_changes(tmp_path: Path) -> None:
+    run(tmp_path, with_plan(claude_input(42), 72, 31))
+    [first] = spooled(tmp_path)
+    assert json.loads(first["payload"])["plan"] == {
+        "five_hour": {"used": 0.72, "resets_at": 1796018400.0},
+        "seven_day": {"used": 0.31, "resets_at": 1796400000.0},
+    }
+    run(tmp_path, with_plan(claude_input(42), 72, 31))  # the same: nothing new
+    assert len(spooled(tmp_path)) == 1
+    run(tmp_path, with_plan(claude_input(42), 80, 31))  # the share stands still, the plan moves
+    payloads = [json.loads(p["payload"]) for p in spooled(tmp_path)]
+    assert [p["plan"]["five_hour"]["used"] for p in payloads] == [0.72, 0.8]
+
+
+def test_an_api_key_reports_no_plan_and_none_is_invented(tmp_path: Path) -> None:
+    run(tmp_path, claude_input(42))
+    [first] = spooled(tmp_path)
+    assert "plan" not in json.loads(first["payload"])

@@ -304,3 +304,9 @@ def test_the_fold_changes_only_the_fields_it_names_even_on_an_entitys_first_copy
     assert (new, old) == (Receipt(delivered_at=1.0, read_at=2.0), Receipt())
     with pytest.raises(TypeError, match=r"^Receipt has no field\(s\) \['seen_at'\]$"):
         fold._evolve(old, seen_at=3.0)
+
+
+def test_the_settings_the_person_confirmed_are_the_registrys() -> None:
+    confirmed = {"claude.permission_mode": '"bypassPermissions"'}
+    registry = given(ev.SettingsConfirmed(at=T0, settings=confirmed))
+    assert registry.confirmed_settings == confirmed

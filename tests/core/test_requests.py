@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from volee_desktop.core import events as ev
-from volee_desktop.core.model import RequestKind
+from volee_desktop.core.model import HUMAN, VOLEE, MessageKind, RequestKind
 from volee_desktop.core.requests import (
     NOT_GIVEN,
     UNSAID_PERMISSION,
@@ -18,7 +18,7 @@ from volee_desktop.core.requests import (
 )
 from volee_desktop.core.states import AgentState
 
-from .support import A1, T0, accepted, given, registered, state, when
+from .support import A1, T0, accepted, given, message_id, posted, registered, state, thread, when
 
 ASK = {
     "questions": [
@@ -194,3 +194,85 @@ def test_an_answer_goes_in_once_and_only_to_the_open_request() -> None:
     accepted(registry, state(A1, AgentState.WORKING, at=T0 + 4))
     late = ev.RequestAnswered(at=T0 + 5, agent=A1, request=request.id, answer="allow")
     assert "no longer asks that (it is working)" in (when(registry, late) or "")
+
+
+def test_a_turn_that_ended_on_a_denial_keeps_what_was_denied_until_the_next_turn() -> None:
+    registry = given(registered(A1), asks())
+    request = registry.agents[A1].request
+    assert request is not None
+    accepted(registry, ev.RequestAnswered(at=T0 + 2, agent=A1, request=request.id, answer="deny"))
+    denied = request.summary
+    accepted(registry, state(A1, AgentState.WORKING, at=T0 + 3))  # the denial's aftermath
+    accepted(registry, state(A1, AgentState.DONE, at=T0 + 4))
+    assert registry.agents[A1].denied == denied
+    accepted(registry, state(A1, AgentState.WORKING, at=T0 + 5))  # a new prompt: a new turn
+    assert registry.agents[A1].denied is None
+    # A new request in the same turn is what the turn is about now.
+    again = given(registered(A1), asks())
+    first = again.agents[A1].request
+    assert first is not None
+    accepted(again, ev.RequestAnswered(at=T0 + 2, agent=A1, request=first.id, answer="deny"))
+    accepted(again, state(A1, AgentState.NEEDS_INPUT, detail="permission for Edit", at=T0 + 3))
+    assert again.agents[A1].denied is None
+
+
+def test_the_turn_volees_notice_starts_after_a_denial_still_ends_on_that_denial() -> None:
+    # What a real session does: the agent waits after the refusal (idle), volee tells it to
+    # carry on without it, it works and is done. That turn ended on the denial (issue 26).
+    registry = given(registered(A1), thread(), asks())
+    request = registry.agents[A1].request
+    assert request is not None
+    accepted(registry, ev.RequestAnswered(at=T0 + 2, agent=A1, request=request.id, answer="deny"))
+    accepted(registry, state(A1, AgentState.IDLE, at=T0 + 3, detail="you denied Bash"))
+    notice = message_id(1)
+    accepted(registry, posted(notice, VOLEE, A1, at=T0 + 4, kind=MessageKind.NOTICE))
+    accepted(registry, ev.MessageDelivered(at=T0 + 4, message=notice, recipient=A1))
+    accepted(registry, state(A1, AgentState.WORKING, at=T0 + 5))
+    accepted(registry, state(A1, AgentState.DONE, at=T0 + 6))
+    assert registry.agents[A1].denied == request.summary
+    assert registry.agents[A1].outcome == "denied"
+    accepted(registry, state(A1, AgentState.WORKING, at=T0 + 7))  # the person's next prompt
+    assert registry.agents[A1].denied is None
+    assert registry.agents[A1].outcome is None
+
+
+def test_the_turn_a_reason_typed_with_deny_starts_still_ends_on_that_denial() -> None:
+    # The trial of issue 26: deny `rm -rf build` with a reason, the agent answers it and
+    # its Stop hook says done: the row turned a green "done". The reason is the denial's.
+    registry = given(registered(A1), thread(), asks())
+    request = registry.agents[A1].request
+    assert request is not None
+    accepted(registry, ev.RequestAnswered(at=T0 + 2, agent=A1, request=request.id, answer="deny"))
+    accepted(registry, state(A1, AgentState.IDLE, at=T0 + 3))
+    reason = message_id(1)
+    accepted(registry, posted(reason, HUMAN, A1, at=T0 + 4, body="use make clean instead"))
+    # The hook of the turn it starts can be recorded before the delivery is.
+    accepted(registry, state(A1, AgentState.WORKING, at=T0 + 5))
+    accepted(registry, ev.MessageDelivered(at=T0 + 5, message=reason, recipient=A1))
+    accepted(registry, state(A1, AgentState.DONE, at=T0 + 6, detail="ran make clean"))
+    assert registry.agents[A1].denied == request.summary
+    assert registry.agents[A1].outcome == "denied"
+    # The person's next message, after that turn, is a new turn of theirs.
+    later = message_id(2)
+    accepted(registry, posted(later, HUMAN, A1, at=T0 + 7, body="now run the tests"))
+    accepted(registry, ev.MessageDelivered(at=T0 + 7, message=later, recipient=A1))
+    accepted(registry, state(A1, AgentState.WORKING, at=T0 + 8))
+    assert registry.agents[A1].denied is None
+    assert registry.agents[A1].outcome is None
+
+
+def test_a_notice_of_volees_after_the_denials_turn_starts_a_new_turn() -> None:
+    registry = given(registered(A1), thread(), asks())
+    request = registry.agents[A1].request
+    assert request is not None
+    accepted(registry, ev.RequestAnswered(at=T0 + 2, agent=A1, request=request.id, answer="deny"))
+    accepted(registry, state(A1, AgentState.IDLE, at=T0 + 3))
+    for n, at in ((1, T0 + 4), (2, T0 + 7)):
+        notice = message_id(n)
+        accepted(registry, posted(notice, VOLEE, A1, at=at, kind=MessageKind.NOTICE))
+        accepted(registry, ev.MessageDelivered(at=at, message=notice, recipient=A1))
+        accepted(registry, state(A1, AgentState.WORKING, at=at + 1))
+        accepted(registry, state(A1, AgentState.DONE, at=at + 2))
+        if n == 1:
+            assert registry.agents[A1].outcome == "denied"
+    assert registry.agents[A1].outcome is None

@@ -1,4 +1,4 @@
-"""Who may call what: the rules for agent callers, method by method (daemon/access.py)."""
+"""Who may call what: the rules for agent callers, method by method (daemon/serving/access.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from tests.fakes.clock import FakeClock
 from volee_desktop.core import events as ev
 from volee_desktop.core.model import HUMAN, Harness, LaunchSettings, MissionKind, Role, ThreadKind
 from volee_desktop.core.registry import Registry
-from volee_desktop.daemon.access import RULES, Audit, authorize
 from volee_desktop.daemon.errors import Forbidden
 from volee_desktop.daemon.service import Service
+from volee_desktop.daemon.serving.access import RULES, Audit, authorize
 from volee_desktop.ipc.caller import Caller
 from volee_desktop.store.memory import MemoryLog
 from volee_desktop.store.records import Record
@@ -82,6 +82,9 @@ PERSON_ONLY = [
     ("agents.answer", {"agent": "worker", "option": 1}, "answer agent worker's question"),
     ("missions.evidence", {"agent": "worker"}, "record delivery evidence for agent worker"),
     ("subscribe.interactive", {}, "subscribe as the person's interface"),
+    ("config.confirm", {}, "confirm settings of config.toml that lower safety"),
+    ("agents.merge", {"agent": "worker"}, "merge agent worker's change"),
+    ("agents.discard", {"agent": "worker"}, "discard agent worker's worktree and branch"),
     # Methods with no rule (settings, anything new) are the person's too.
     ("settings.set", {"key": "agents.restart_on_crash"}, "call settings.set"),
     ("anything.new", {}, "call anything.new"),
@@ -219,7 +222,9 @@ def test_missions_workers_defaults_to_the_callers_mission(registry: Registry) ->
     assert allowed(registry, STRANGER, "missions.workers", mission=M) == {"mission": M}
 
 
-@pytest.mark.parametrize("method", ["agents.timeline", "agents.screen", "agents.output"])
+@pytest.mark.parametrize(
+    "method", ["agents.timeline", "agents.screen", "agents.output", "agents.log"]
+)
 def test_an_agent_sees_only_the_agents_it_may_write_to(registry: Registry, method: str) -> None:
     assert allowed(registry, WORKER, method, agent="coord") == {"agent": "coord"}
     assert allowed(registry, COORD, method, agent="worker") == {"agent": "worker"}

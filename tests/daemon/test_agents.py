@@ -10,7 +10,6 @@ import asyncio
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -20,10 +19,14 @@ from typing import Any
 
 import pytest
 
+from tests.leftovers import end_hosts
+from tests.polling import until
 from volee_desktop.core import events as ev
-from volee_desktop.core.model import Agent
+from volee_desktop.core.answer import Answer
+from volee_desktop.core.model import Agent, Request
 from volee_desktop.core.states import AgentState
 from volee_desktop.daemon.main import Daemon
+from volee_desktop.harness.dialogs import Dialog, Keys
 from volee_desktop.harness.env import allowed_env
 from volee_desktop.hosts.launcher import HostClient
 from volee_desktop.hosts.records import HostRecord, host_alive, program_alive, read_record
@@ -89,20 +92,20 @@ class Rig:
     async def wait(
         self, agent_id: str, check: Callable[[Agent], bool], what: str, timeout: float = 15
     ) -> Agent:
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def checked() -> Agent | None:
             agent = self.d.service.registry.agents.get(agent_id)
-            if agent is not None and check(agent):
-                return agent
-            if time.monotonic() > deadline:
-                try:
-                    screen = (await self.call("agents.screen", agent=agent_id))["text"]
-                except IpcError as exc:
-                    screen = f"(no screen: {exc})"
-                pytest.fail(
-                    f"timed out after {timeout} s waiting for {what}; agent: {agent}\n{screen}"
-                )
-            await asyncio.sleep(0.02)
+            return agent if agent is not None and check(agent) else None
+
+        try:
+            return await until(checked, what=what, timeout=timeout)
+        except pytest.fail.Exception as failed:
+            try:
+                screen = (await self.call("agents.screen", agent=agent_id))["text"]
+            except IpcError as exc:
+                screen = f"(no screen: {exc})"
+            agent = self.d.service.registry.agents.get(agent_id)
+            pytest.fail(f"{failed.msg}; agent: {agent}\n{screen}")
 
     async def wait_state(
         self, agent_id: str, state: AgentState, detail: str | None = None
@@ -129,21 +132,6 @@ class Rig:
         return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
 
 
-def _kill_hosts(state: Path) -> None:
-    """End every host a test left behind (checked by start time, so no reused pid is hit)."""
-    for path in (state / "hosts").glob("ag_*.json"):
-        record = read_record(path)
-        if record is None:
-            continue
-        try:
-            if record.program_pid is not None and program_alive(record):
-                os.killpg(record.program_pid, signal.SIGKILL)
-            if host_alive(record):
-                os.kill(record.host_pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
 @pytest.fixture
 def root() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="vt", dir="/tmp"))
@@ -160,7 +148,7 @@ async def rig(root: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Rig]
         yield the_rig
     finally:
         await the_rig.close()
-        _kill_hosts(dirs().state)
+        end_hosts(dirs().state.parent)
 
 
 # --- the life of an agent -------------------------------------------------------------------
@@ -202,7 +190,7 @@ async def asking(rig: Rig, command: str = "echo yes > asked.txt") -> dict[str, A
 @pytest.fixture
 def typed(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     """Every key volee types into an agent (answers and messages), in order."""
-    from volee_desktop.daemon import answers
+    from volee_desktop.daemon.agents import answers
 
     keys: list[bytes] = []
     real_keys, real_send = answers.type_keys, HostClient.send_text
@@ -242,7 +230,7 @@ async def test_allow_runs_the_command_of_the_request(rig: Rig) -> None:
 async def test_an_answer_the_dialog_did_not_take_is_typed_again(
     rig: Rig, typed: list[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from volee_desktop.daemon import answers
+    from volee_desktop.daemon.agents import answers
 
     monkeypatch.setattr(answers, "TAKEN_WAIT", 0.5)
     view = await rig.spawn("ASK: echo yes > asked.txt", env=rig.env(FAKE_HARNESS_DEAF="1.0"))
@@ -257,10 +245,34 @@ async def test_an_answer_the_dialog_did_not_take_is_typed_again(
     assert len(typed) <= 3
 
 
+async def test_the_keys_of_an_answer_are_asked_for_once_even_when_typed_again(
+    rig: Rig, typed: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from volee_desktop.daemon.agents import answers
+
+    asked: list[Answer] = []
+    real = answers.answer_keys
+
+    def answer_keys(dialog: Dialog, request: Request, answer: Answer) -> Keys | str:
+        asked.append(answer)
+        return real(dialog, request, answer)
+
+    monkeypatch.setattr(answers, "answer_keys", answer_keys)
+    monkeypatch.setattr(answers, "TAKEN_WAIT", 0.5)
+    view = await rig.spawn("ASK: echo yes > asked.txt", env=rig.env(FAKE_HARNESS_DEAF="1.0"))
+    await rig.wait_state(view["id"], AgentState.NEEDS_INPUT, "permission for Bash")
+
+    await rig.call("agents.allow", agent=view["id"], always=True)
+
+    await rig.wait_state(view["id"], AgentState.DONE)
+    assert typed[:2] == [b"2", b"2"]  # typed twice (the first came too soon) ...
+    assert asked == [Answer.allow(always=True)]  # ... from the one answer's keys, asked once
+
+
 async def test_an_answer_never_taken_is_refused_and_the_request_opens_again(
     rig: Rig, typed: list[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from volee_desktop.daemon import answers
+    from volee_desktop.daemon.agents import answers
 
     monkeypatch.setattr(answers, "TAKEN_WAIT", 0.2)
     monkeypatch.setattr(answers, "KEY_TRIES", 2)
@@ -342,6 +354,8 @@ async def test_deny_does_not_run_it_and_the_agent_carries_on(rig: Rig) -> None:
     assert (rig.project / "next.txt").read_text() == "next\n"
     details = [e.detail for e in rig.events(view["id"]) if isinstance(e, ev.StateChanged)]
     assert "you denied Bash: echo yes > asked.txt" in details
+    # The turn the reason started ended on the denial, not a plain done (issue 26).
+    assert rig.agent(view["id"]).outcome == "denied"
 
 
 async def test_deny_without_a_reason_tells_the_agent_to_carry_on(rig: Rig) -> None:
@@ -793,3 +807,50 @@ async def test_a_payload_missing_fields_for_a_live_agent_is_kept(rig: Rig) -> No
     # The daemon goes on: the agent still answers.
     await rig.call("agents.send", agent=view["id"], text="RUN: true")
     await rig.wait_state(view["id"], AgentState.DONE)
+
+
+# --- the default model per harness (config.toml's [claude] model…) --------------------------
+
+
+async def test_spawn_without_model_uses_the_harness_model_from_config(rig: Rig) -> None:
+    dirs().config_file.parent.mkdir(parents=True, exist_ok=True)
+    dirs().config_file.write_text('[claude]\nmodel = "opus"\n[codex]\nmodel = "gpt-5"\n')
+    await rig.restart()
+    view = await rig.spawn("hello", name="defaulted")
+    await rig.wait_state(view["id"], AgentState.DONE)
+    record = rig.record(view["id"])
+    assert record.argv[record.argv.index("--model") + 1] == "opus"
+    given = await rig.spawn("hello", name="chosen", model="sonnet")  # --model wins
+    await rig.wait_state(given["id"], AgentState.DONE)
+    chosen = rig.record(given["id"]).argv
+    assert chosen[chosen.index("--model") + 1] == "sonnet"
+    for agent_id, model in ((view["id"], "opus"), (given["id"], "sonnet")):
+        registered = next(e for e in rig.events(agent_id) if isinstance(e, ev.AgentRegistered))
+        assert registered.launch is not None
+        assert registered.launch.model == model
+
+
+async def test_a_model_that_would_read_as_an_option_is_refused_and_nothing_starts(
+    rig: Rig,
+) -> None:
+    before = set(rig.d.service.registry.agents)
+    with pytest.raises(IpcError, match="--model '--dangerously-skip-permissions'"):
+        await rig.spawn("hello", model="--dangerously-skip-permissions")
+    with pytest.raises(IpcError, match="takes no model"):
+        await rig.spawn(None, harness="generic", argv=["true"], model="opus")
+    assert set(rig.d.service.registry.agents) == before
+
+
+async def test_spawn_without_harness_runs_the_default_harness_from_config(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No codex here: the refusal that names its program says codex was the one chosen.
+    monkeypatch.setenv("VOLEE_CODEX_BIN", str(rig.root / "no-such-codex"))
+    dirs().config_file.parent.mkdir(parents=True, exist_ok=True)
+    dirs().config_file.write_text('[agents]\nharness = "codex"\n')
+    await rig.restart()
+    params: dict[str, Any] = {"cwd": str(rig.project), "env": rig.env(), "prompt": "hello"}
+    with pytest.raises(IpcError, match="codex executable"):
+        await rig.call("agents.spawn", **params)
+    explicit = await rig.spawn("hello", harness="claude")  # a named harness wins
+    assert explicit["harness"] == "claude"

@@ -15,10 +15,12 @@ from typing import Any, cast
 import pytest
 
 from tests.fakes.clock import FakeClock
+from tests.polling import until
 from volee_desktop.core import events as ev
 from volee_desktop.core.states import AgentState
 from volee_desktop.daemon import main as daemon_main
 from volee_desktop.daemon.main import Daemon
+from volee_desktop.daemon.serving.subscriptions import SubscribeParams
 from volee_desktop.ipc.aclient import AsyncClient
 from volee_desktop.ipc.protocol import ErrorCode, IpcError, ServerStartError
 from volee_desktop.ipc.server import Connection, Reply
@@ -85,7 +87,7 @@ async def test_a_subscriber_gone_before_its_reply_leaves_no_listener(daemon: Dae
     await daemon.service.commit([a])
     before = daemon.service.listener_count
     conn = cast(Connection, ClosedConnection())
-    reply = await daemon.subscriptions.subscribe(conn, {"since": None, "interactive": False})
+    reply = await daemon.subscriptions.subscribe(conn, SubscribeParams(interactive=False))
     assert isinstance(reply, Reply)
     # The server never runs ``after`` when the reply cannot be written: nothing else cleans up.
     await daemon.service.commit([ev.ActivityRecorded(at=2, agent=a.agent, activity="x")])
@@ -204,10 +206,11 @@ async def test_a_second_subscribe_on_one_connection_replaces_the_first_feed(
         await client.call("subscribe", {"since": 1, "interactive": False})
         # The app resyncs this way, on the same connection.
         await client.call("subscribe", {"since": 1, "interactive": False})
-        deadline = asyncio.get_running_loop().time() + 5
-        while daemon.service.listener_count != before + 1:  # one feed, not two
-            assert asyncio.get_running_loop().time() < deadline, "the first feed still listens"
-            await asyncio.sleep(0.01)
+        await until(  # one feed, not two
+            lambda: daemon.service.listener_count == before + 1,
+            what="the first feed to stop listening",
+            timeout=5,
+        )
         await daemon.service.commit([ev.ActivityRecorded(at=2, agent=a.agent, activity="x")])
         await asyncio.wait_for(got.wait(), 5)
         assert seqs[0] == 2
@@ -253,22 +256,21 @@ async def test_a_payload_spooled_while_the_daemon_runs_is_ingested_without_a_res
         # What the hook shim does when the daemon is too slow to answer.
         d.dirs.spool.mkdir(parents=True, exist_ok=True)
         (d.dirs.spool / "00001-timed-out.json").write_text(json.dumps(params))
-        deadline = asyncio.get_running_loop().time() + 5
-        while not clock.sleeping():  # the spool's loop waits on the clock
-            assert asyncio.get_running_loop().time() < deadline, "the spool loop never waited"
-            await asyncio.sleep(0.01)
+        await until(clock.sleeping, what="the spool's loop to wait on the clock", timeout=5)
         clock.advance(daemon_main.SPOOL_EVERY - 1)
         for _ in range(20):
             await asyncio.sleep(0)
         assert list(d.dirs.spool.glob("*.json")), "ingested before its time"
         clock.advance(1)
-        deadline = asyncio.get_running_loop().time() + 5
         # The file goes once its events are durable, so a moment after the state changes.
-        while d.service.registry.agents[a.agent].state is not AgentState.DONE or list(
-            d.dirs.spool.glob("*.json")
-        ):
-            assert asyncio.get_running_loop().time() < deadline, "the spool was not ingested"
-            await asyncio.sleep(0.02)
+        await until(
+            lambda: (
+                d.service.registry.agents[a.agent].state is AgentState.DONE
+                and not list(d.dirs.spool.glob("*.json"))
+            ),
+            what="the spool to be ingested",
+            timeout=5,
+        )
         assert d.service.registry.agents[a.agent].state is AgentState.DONE
     finally:
         await d.close()
@@ -286,10 +288,7 @@ async def test_a_snapshot_of_four_byte_characters_still_fits_the_push_limit(
         parts: list[str] = []
         client.on_push("snapshot", lambda p: parts.append(p["data"]))
         result = await client.call("subscribe", {"since": None, "interactive": False})
-        deadline = asyncio.get_running_loop().time() + 5
-        while len(parts) < result["snapshot_parts"]:
-            assert asyncio.get_running_loop().time() < deadline, "the snapshot did not arrive"
-            await asyncio.sleep(0.02)
+        await until(lambda: len(parts) >= result["snapshot_parts"], what="the snapshot", timeout=5)
         assert decode_registry("".join(parts).encode()).agents[a.agent].activity == wide
     finally:
         await client.close()

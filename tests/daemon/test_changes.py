@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from volee_desktop.daemon import git as vgit
-from volee_desktop.daemon.changes import changes, parse_numstat
+from volee_desktop.daemon.missions.changes import changes, parse_numstat
 
 from .gitrepos import commit_file, git, make_repo
 
@@ -35,5 +35,18 @@ def test_changes_of_a_branch_exclude_what_base_did_since(tmp_path: Path) -> None
     assert (found["added"], found["removed"]) == (3, 0)
     assert "+world" in found["diff"]
     assert "later-on-main" not in found["diff"]
+    assert (found["uncommitted"], found["base_moved"]) == ([], 1)
     with pytest.raises(vgit.GitError, match="no branch or commit 'nope'"):
         changes(repo, "main", "nope")
+
+
+def test_changes_list_the_uncommitted_files_a_merge_would_not_take(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, remote=False)
+    git(repo, "checkout", "-q", "-b", "work")
+    commit_file(repo, "a.txt")
+    (repo / "README").write_text("edited\n")
+    (repo / "ünïcode new.txt").write_text("new\n")
+    found = changes(repo, "main", "work")
+    assert [f["path"] for f in found["files"]] == ["a.txt"]
+    assert sorted(found["uncommitted"]) == ["README", "ünïcode new.txt"]
+    assert found["base_moved"] == 0

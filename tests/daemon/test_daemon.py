@@ -13,6 +13,7 @@ import pytest
 
 from volee_desktop.core import events as ev
 from volee_desktop.core.states import AgentState
+from volee_desktop.daemon.compaction import compact
 from volee_desktop.daemon.errors import AlreadyRunning
 from volee_desktop.daemon.main import Daemon
 from volee_desktop.ipc.aclient import AsyncClient
@@ -105,6 +106,28 @@ async def test_a_client_that_reconnects_catches_up_without_a_gap(daemon: Daemon)
         assert seqs == [3, 4, 5, 6, 7, 8]
     finally:
         await client.close()
+
+
+async def test_a_feed_resumed_from_below_a_compacted_base_gets_a_snapshot() -> None:
+    home = dirs()
+    d = await Daemon.start(home)
+    a = registered("a")
+    await d.service.commit([a])
+    for i in range(4):
+        await d.service.commit([ev.ActivityRecorded(at=2 + i, agent=a.agent, activity=f"s{i}")])
+    registry = d.service.registry
+    await d.close()
+    compact(home.events_db, registry, now=10 * 365 * 86_400.0)
+    d = await Daemon.start(home)
+    client = await client_of(d)
+    try:
+        # Below the base: the log may have holes there.
+        result = await client.call("subscribe", {"since": 2})
+        assert result["seq"] == 5
+        assert "snapshot_parts" in result
+    finally:
+        await client.close()
+        await d.close()
 
 
 async def test_a_hook_for_a_known_agent_becomes_events(daemon: Daemon) -> None:

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -14,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.polling import until, wait_until
 from volee_desktop.core.model import Harness, Location, Role
 from volee_desktop.core.reconcile import Listing, reconcile
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import AgentState, Coarse
-from volee_desktop.daemon import watch as watch_module
+from volee_desktop.daemon.discovery import watches as watch_module
 from volee_desktop.daemon.main import Daemon
 from volee_desktop.harness.listing import (
     ListingError,
@@ -161,7 +163,7 @@ def _named_process(name: str, cwd: Path, home: Path) -> subprocess.Popen[bytes]:
 def test_live_codex_and_pi_processes_become_independent_agents(
     short_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from volee_desktop.daemon.listers import scan_processes
+    from volee_desktop.daemon.discovery.listers import scan_processes
 
     monkeypatch.delenv("CODEX_HOME", raising=False)
     home, project = short_root / "h", short_root / "p"
@@ -211,6 +213,74 @@ def test_live_codex_and_pi_processes_become_independent_agents(
     finally:
         for proc in procs:
             proc.kill()
+            proc.wait()
+
+
+#: A stand-in for the native codex: opens its rollout for appending (codex keeps it open for
+#: the whole session), says so, and waits; with ``--child`` it is the node wrapper, whose
+#: codex child (named codex too) holds the file.
+_HOLDER = """
+import os, subprocess, sys, time
+path, ready = sys.argv[1], sys.argv[2]
+if len(sys.argv) > 3:  # (sys.executable is unknown under `exec -a codex`: argv[3] says it)
+    child = ["bash", "-c", 'exec -a codex "$0" "$@"', sys.argv[3], __file__, path, ready]
+    subprocess.Popen(child).wait()
+else:
+    f = open(path, "a")
+    open(ready, "w").close()
+    time.sleep(60)
+"""
+
+
+def _holding(
+    home: Path, project: Path, holder: Path, rollout: Path, ready: Path, wrapped: bool = False
+) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "HOME": str(home)}
+    argv = ["bash", "-c", 'exec -a codex "$0" "$@"', sys.executable, str(holder)]
+    argv += [str(rollout), str(ready), *([sys.executable] if wrapped else [])]
+    return subprocess.Popen(argv, cwd=project, env=env, start_new_session=True)
+
+
+def test_two_codex_in_one_folder_each_get_the_rollout_they_hold_open(
+    short_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 22, item 5: both codex processes were given the newest rollout of the folder, so
+    # the first agent took the second one's session and the second agent stayed `launching`.
+    from volee_desktop.daemon.discovery.listers import scan_processes
+
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    home, project = short_root / "h", short_root / "p"
+    project.mkdir(parents=True)
+    day = home / ".codex" / "sessions" / time.strftime("%Y/%m/%d")
+    day.mkdir(parents=True)
+    holder = short_root / "holder.py"
+    holder.write_text(_HOLDER)
+    rollouts = []
+    for n, session in enumerate(["019a-first", "019b-second"]):
+        rollout = day / f"rollout-2026-12-02T00-20-4{n}-{session}.jsonl"
+        meta = {"type": "session_meta", "payload": {"id": session, "cwd": str(project)}}
+        rollout.write_text(json.dumps(meta) + "\n")
+        os.utime(rollout, (time.time() + n, time.time() + n))  # the second is the newest
+        rollouts.append(rollout)
+    ready = [short_root / "ready-1", short_root / "ready-2"]
+    procs = [
+        _holding(home, project, holder, rollouts[0], ready[0]),
+        # The second as codex really runs: a node wrapper whose native child holds the file.
+        _holding(home, project, holder, rollouts[1], ready[1], wrapped=True),
+        # A third codex that holds no rollout (yet): neither of theirs.
+        _holding(home, project, holder, short_root / "elsewhere.jsonl", short_root / "ready-3"),
+    ]
+    try:
+        wait_until(lambda: all(r.exists() for r in [*ready, short_root / "ready-3"]))
+        found = {s.pid: s for s in scan_processes(time.time(), home) if s.cwd == str(project)}
+
+        assert set(found) == {p.pid for p in procs}
+        assert found[procs[0].pid].session == "019a-first"
+        assert found[procs[1].pid].session == "019b-second"
+        assert found[procs[2].pid].stand_in
+    finally:
+        for proc in procs:
+            os.killpg(proc.pid, 9)
             proc.wait()
 
 
@@ -309,17 +379,11 @@ async def test_interactive_subscriptions_are_counted_until_they_end(
     client = await AsyncClient.connect(daemon.dirs.socket)
     try:
         await client.call("subscribe", {"since": None})
-        deadline = time.monotonic() + 5
-        while clients.count != 1 and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        assert clients.count == 1
+        await until(lambda: clients.count == 1, what="the client counted", timeout=5)
         assert daemon.discovery.status()["interactive_clients"] == 1
     finally:
         await client.close()
-    deadline = time.monotonic() + 5
-    while clients.count != 0 and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
-    assert clients.count == 0
+    await until(lambda: clients.count == 0, what="the client's end counted", timeout=5)
 
 
 async def test_a_claude_without_agents_json_leaves_codex_and_pi_and_says_why(
@@ -389,10 +453,7 @@ async def test_a_client_is_interactive_only_while_it_says_someone_looks(
     client = await AsyncClient.connect(daemon.dirs.socket)
 
     async def interactive_becomes(n: int) -> None:
-        deadline = time.monotonic() + 5
-        while daemon.clients.count != n and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        assert daemon.clients.count == n
+        await until(lambda: daemon.clients.count == n, what=f"{n} interactive clients", timeout=5)
         assert discovery.status()["interactive_clients"] == n
 
     try:
@@ -401,10 +462,8 @@ async def test_a_client_is_interactive_only_while_it_says_someone_looks(
         listings = discovery.listings
         await client.call("subscribe.interactive", {"interactive": True})
         await interactive_becomes(1)
-        deadline = time.monotonic() + 5
-        while discovery.listings == listings and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        assert discovery.listings > listings  # someone looks: a listing at once
+        # Someone looks: a listing at once.
+        await until(lambda: discovery.listings > listings, what="a listing", timeout=5)
         await client.call("subscribe.interactive", {"interactive": True})  # said twice
         await interactive_becomes(1)
         await client.call("subscribe.interactive", {"interactive": False})
@@ -423,7 +482,7 @@ async def test_a_slow_listing_runs_outside_the_state_lock_and_delays_no_request(
     # `claude agents --json`) must not hold up commits, requests or other clients.
     from tests.fakes.clock import FakeClock
     from volee_desktop.core import events as ev
-    from volee_desktop.daemon.listers import Observation
+    from volee_desktop.daemon.discovery.listers import Observation
 
     started = asyncio.Event()
     release = asyncio.Event()

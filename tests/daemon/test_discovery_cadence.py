@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import pytest
 
 from tests.fakes.clock import FakeClock
+from tests.fakes.lister import FakeLister
+from tests.polling import until
 from volee_desktop.config import DiscoveryConfig
 from volee_desktop.core import events as ev
 from volee_desktop.core.ids import AGENT, new_id
@@ -19,8 +21,8 @@ from volee_desktop.core.reconcile import ListedSession, Listing
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import Coarse
 from volee_desktop.daemon.context import Clients
-from volee_desktop.daemon.discovery import Discovery
-from volee_desktop.daemon.listers import ListingFailed, Observation, Unavailable
+from volee_desktop.daemon.discovery.listers import ListingFailed, Unavailable
+from volee_desktop.daemon.discovery.loop import Discovery
 from volee_desktop.daemon.service import Service
 from volee_desktop.store.memory import MemoryLog
 from volee_desktop.store.records import Record
@@ -28,34 +30,6 @@ from volee_desktop.store.records import Record
 CONFIG = DiscoveryConfig(
     discovery_interval=2.0, max_discovery_interval=10.0, idle_discovery_interval=30.0
 )
-
-
-@dataclass
-class FakeLister:
-    """Answers each listing from ``script`` (the last one repeats); can hold a listing open."""
-
-    clock: FakeClock
-    script: list[Listing | Exception] = field(default_factory=list)
-    calls: list[float] = field(default_factory=list)
-    gate: asyncio.Event | None = None
-
-    async def __call__(self, now: float) -> Observation:
-        self.calls.append(now)
-        item = self.script.pop(0) if len(self.script) > 1 else self.script[0]
-        if self.gate is not None:
-            await self.gate.wait()
-        if isinstance(item, Exception):
-            raise item
-        return Observation(item, set())
-
-
-async def until(condition: Callable[[], object], what: str) -> None:
-    """Let the loop run until ``condition`` holds (a real-time deadline, no sleeping)."""
-    deadline = time.monotonic() + 5
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0)
 
 
 def session(n: int) -> ListedSession:
@@ -85,7 +59,9 @@ class Rig:
 
     async def waits(self) -> float:
         """The wait the loop chose after its next listing (one not asked about yet)."""
-        await until(lambda: self.clock.sleeping(self.seen), "the loop to wait")
+        await until(
+            lambda: self.clock.sleeping(self.seen), what="the loop to wait", timeout=5, every=0
+        )
         (left,) = self.clock.sleeping(self.seen)
         self.seen = self.clock.serial
         return left
@@ -94,7 +70,12 @@ class Rig:
         """Advance by ``after`` seconds and wait for the listing that follows."""
         count = len(self.lister.calls)
         self.clock.advance(after)
-        await until(lambda: len(self.lister.calls) > count, f"a listing {after} s later")
+        await until(
+            lambda: len(self.lister.calls) > count,
+            what=f"a listing {after} s later",
+            timeout=5,
+            every=0,
+        )
 
     async def no_listing_within(self, seconds: float) -> None:
         count = len(self.lister.calls)
@@ -131,7 +112,12 @@ async def test_lists_at_start_then_every_thirty_seconds_with_no_interactive_clie
 
 async def test_an_interactive_subscription_lists_at_once_then_backs_off_to_ten(rig: Rig) -> None:
     rig.clients.joined()
-    await until(lambda: len(rig.lister.calls) == 2, "a listing for the new subscription")
+    await until(
+        lambda: len(rig.lister.calls) == 2,
+        what="a listing for the new subscription",
+        timeout=5,
+        every=0,
+    )
     assert rig.lister.calls[1] == rig.lister.calls[0]  # at once: no time passed
 
     waits = [await rig.waits()]
@@ -185,7 +171,12 @@ async def test_refreshes_wait_for_a_listing_that_started_after_them_and_share_it
 ) -> None:
     rig.lister.gate = asyncio.Event()
     first = asyncio.ensure_future(rig.discovery.refresh())
-    await until(lambda: len(rig.lister.calls) == 2, "the refresh's listing to start")
+    await until(
+        lambda: len(rig.lister.calls) == 2,
+        what="the refresh's listing to start",
+        timeout=5,
+        every=0,
+    )
 
     # Asked while that listing runs: it started before them, so they wait for the next one.
     second = asyncio.ensure_future(rig.discovery.refresh())
@@ -215,7 +206,7 @@ async def test_a_failing_listing_changes_nothing_and_is_logged_once(
 ) -> None:
     rig.clients.joined()
     await rig.waits()
-    caplog.set_level(logging.INFO, logger="volee_desktop.daemon.discovery")
+    caplog.set_level(logging.INFO, logger="volee_desktop.daemon.discovery.loop")
     boom = ListingFailed("claude agents timed out")
     rig.lister.script[:] = [boom, boom, boom, listing()]
 
@@ -268,18 +259,30 @@ async def test_the_daemon_lists_with_the_lister_and_waits_on_the_clock_it_is_bui
     lister = FakeLister(clock, [listing(1)])
     daemon = await Daemon.start(dirs(), clock=clock, lister=lister)
     try:
-        await until(lambda: daemon.service.registry.agents, "the first listing's agent")
+        await until(
+            lambda: daemon.service.registry.agents,
+            what="the first listing's agent",
+            timeout=5,
+            every=0,
+        )
         assert lister.calls == [clock.now()]  # the daemon's listing, on its clock
         (agent,) = daemon.service.registry.agents.values()
         assert agent.session == session(1).session
         # Nobody watches: the next listing waits the idle interval of the config, 30 s.
-        await until(lambda: 30.0 in clock.sleeping(), "the idle wait on the fake clock")
+        await until(
+            lambda: 30.0 in clock.sleeping(),
+            what="the idle wait on the fake clock",
+            timeout=5,
+            every=0,
+        )
         clock.advance(29.0)
         for _ in range(50):
             await asyncio.sleep(0)
         assert len(lister.calls) == 1
         clock.advance(1.0)
-        await until(lambda: len(lister.calls) == 2, "the listing 30 s later")
+        await until(
+            lambda: len(lister.calls) == 2, what="the listing 30 s later", timeout=5, every=0
+        )
         status = daemon.discovery.status()
         assert (status["state"], status["listings"]) == ("on", 2)
     finally:

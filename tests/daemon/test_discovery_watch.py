@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,14 +17,15 @@ import pytest
 
 from tests.core.support import T0
 from tests.daemon.test_discovery_cadence import CONFIG, FakeClock
+from tests.polling import until
 from volee_desktop.core import events as ev
 from volee_desktop.core.model import Harness, Location, Role
 from volee_desktop.core.reconcile import Listing
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import AgentState, Coarse
 from volee_desktop.daemon.context import Clients
-from volee_desktop.daemon.discovery import Discovery
-from volee_desktop.daemon.listers import Observation
+from volee_desktop.daemon.discovery.listers import Observation
+from volee_desktop.daemon.discovery.loop import Discovery
 from volee_desktop.daemon.main import Daemon
 from volee_desktop.daemon.service import Service
 from volee_desktop.harness.listing import session_turn
@@ -41,18 +42,6 @@ async def settle() -> None:
     """Let the loop run what is ready (the fake clock stands still)."""
     for _ in range(50):
         await asyncio.sleep(0)
-
-
-async def wait_until_async(check: Callable[[], T], what: str, timeout: float = 15.0) -> T:
-    """Poll ``check`` (on the daemon's own loop) until it is truthy; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 # --- what the session files say ------------------------------------------------------------
@@ -223,24 +212,24 @@ async def test_without_claude_code_a_codex_session_is_found_and_followed_by_its_
         def codex_agent() -> Any:
             return next((a for a in registry.agents.values() if a.harness is Harness.CODEX), None)
 
-        agent = await wait_until_async(codex_agent, "the codex session found", timeout=20)
+        agent = await until(codex_agent, what="the codex session found", timeout=20)
         assert (agent.role, agent.location) == (Role.INDEPENDENT, Location.TERMINAL)
-        await wait_until_async(
-            lambda: registry.agents[agent.id].state is AgentState.DONE, "done from its rollout"
+        await until(
+            lambda: registry.agents[agent.id].state is AgentState.DONE, what="done from its rollout"
         )
         listings = daemon.discovery.listings  # type: ignore[attr-defined]
         with rollout.open("a") as f:
             f.write(json.dumps(started) + "\n")  # the person typed a new prompt in codex
-        await wait_until_async(
-            lambda: registry.agents[agent.id].state is AgentState.WORKING, "working again"
+        await until(
+            lambda: registry.agents[agent.id].state is AgentState.WORKING, what="working again"
         )
         assert daemon.discovery.listings > listings  # type: ignore[attr-defined]
         status = daemon.discovery.status()  # type: ignore[attr-defined]
         assert status["watch"] == "on"
         assert status["claude"].startswith("off: Claude Code")
         codex.kill()  # ends without a word: the exit watch tells
-        await wait_until_async(
-            lambda: registry.agents[agent.id].state is AgentState.STOPPED, "stopped at its end"
+        await until(
+            lambda: registry.agents[agent.id].state is AgentState.STOPPED, what="stopped at its end"
         )
     finally:
         codex.kill()
@@ -258,7 +247,7 @@ async def test_volee_ls_with_nothing_new_costs_no_listing(
     daemon = await Daemon.start(dirs())
     try:
         discovery = daemon.discovery  # type: ignore[attr-defined]
-        await wait_until_async(lambda: discovery.last_listed_at, "the first listing applied")
+        await until(lambda: discovery.last_listed_at, what="the first listing applied")
         listings = discovery.listings
         client = await AsyncClient.connect(daemon.dirs.socket)
         try:

@@ -1,5 +1,5 @@
-"""What wakes discovery: the session folders' watch, on real folders (daemon/watch.py,
-daemon/inotify.py).  Both backends pass the same tests: inotify on the loop (Linux) and
+"""What wakes discovery: the session folders' watch, on real folders (daemon/discovery/watches.py,
+daemon/discovery/inotify.py).  Both backends pass the same tests: inotify on the loop (Linux) and
 ``watchfiles`` (the other platforms)."""
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.test_missions import until
+from tests.polling import until
 from volee_desktop.core.model import Harness
-from volee_desktop.daemon import inotify, watch
+from volee_desktop.daemon.discovery import inotify
+from volee_desktop.daemon.discovery import watches as watch
 
 BACKENDS: dict[str, Callable[..., watch.Watch]] = {"watchfiles": watch.FolderWatch}
 if inotify.available():
@@ -49,7 +50,7 @@ async def watching(
     told = Told()
     w = backend({claude: Harness.CLAUDE, codex: Harness.CODEX}, told)
     w.start()
-    await asyncio.sleep(0.4)  # watchfiles' thread arms its watch (inotify: at once)
+    await until(lambda: len(w.armed) == 2, what="both folders armed", timeout=10)
     yield claude, codex, told, w
     await w.close()
 
@@ -60,33 +61,38 @@ async def test_a_new_session_file_is_told_for_its_harness(
     claude, _codex, told, w = watching
     assert w.running
     (claude / "1234.json").write_text("{}")
-    await until(lambda: told.count(Harness.CLAUDE), "the claude folder's change", 10)
+    await until(lambda: told.count(Harness.CLAUDE), what="the claude folder's change", timeout=10)
     assert told.count(Harness.CODEX) == 0
     before = told.count(Harness.CLAUDE)
     (claude / "1234.json").unlink()  # a clean exit removes it
-    await until(lambda: told.count(Harness.CLAUDE) > before, "the removal", 10)
+    await until(lambda: told.count(Harness.CLAUDE) > before, what="the removal", timeout=10)
 
 
 async def test_a_folder_that_appears_later_is_watched_with_what_grows_under_it(
     watching: tuple[Path, Path, Told, watch.Watch],
 ) -> None:
-    _claude, codex, told, _w = watching
+    _claude, codex, told, w = watching
     day = codex / "2026" / "12" / "01"
     day.mkdir(parents=True)
-    await until(lambda: told.count(Harness.CODEX), "the codex folder appearing", 10)
-    await asyncio.sleep(0.5)
+    await until(lambda: told.count(Harness.CODEX), what="the codex folder appearing", timeout=10)
+    await until(lambda: w.armed.get(codex) == codex, what="the codex folder watched", timeout=10)
     before = told.count(Harness.CODEX)
     (day / "rollout-1.jsonl").write_text('{"type":"session_meta"}\n')
-    await until(lambda: told.count(Harness.CODEX) > before, "a rollout deep inside", 10)
+    await until(
+        lambda: told.count(Harness.CODEX) > before, what="a rollout deep inside", timeout=10
+    )
     before = told.count(Harness.CODEX)
     later = codex / "2026" / "12" / "02"
     later.mkdir()
-    await until(lambda: told.count(Harness.CODEX) > before, "a new day's folder", 10)
-    await asyncio.sleep(0.5)
+    # Told once the new folder is watched too (inotify adds it first; watchfiles' notify adds
+    # it as it reads the event, long before its debounce lets the event out).
+    await until(lambda: told.count(Harness.CODEX) > before, what="a new day's folder", timeout=10)
     before = told.count(Harness.CODEX)
     with (later / "rollout-2.jsonl").open("a") as f:
         f.write("{}\n")
-    await until(lambda: told.count(Harness.CODEX) > before, "a rollout in the new folder", 10)
+    await until(
+        lambda: told.count(Harness.CODEX) > before, what="a rollout in the new folder", timeout=10
+    )
 
 
 async def test_a_folder_removed_and_made_again_is_still_watched(
@@ -94,13 +100,20 @@ async def test_a_folder_removed_and_made_again_is_still_watched(
 ) -> None:
     claude, _codex, told, w = watching
     shutil.rmtree(claude)
-    await until(lambda: told.count(Harness.CLAUDE), "its removal", 10)
-    await asyncio.sleep(0.5)
+    await until(lambda: told.count(Harness.CLAUDE), what="its removal", timeout=10)
+    await until(lambda: w.armed.get(claude) == claude.parent, what="its parent watched", timeout=10)
+    before = told.count(Harness.CLAUDE)
     claude.mkdir()
-    await asyncio.sleep(0.8)
+    await until(
+        lambda: told.count(Harness.CLAUDE) > before and w.armed.get(claude) == claude,
+        what="the new folder told and watched",
+        timeout=10,
+    )
     before = told.count(Harness.CLAUDE)
     (claude / "99.json").write_text("{}")
-    await until(lambda: told.count(Harness.CLAUDE) > before, "a file in the new folder", 10)
+    await until(
+        lambda: told.count(Harness.CLAUDE) > before, what="a file in the new folder", timeout=10
+    )
     assert w.running
 
 
@@ -111,8 +124,8 @@ async def test_inotify_tells_a_burst_once_and_closes_its_descriptor(tmp_path: Pa
     w.start()
     for n in range(20):
         (tmp_path / f"{n}.jsonl").write_text("x")
-    await until(lambda: told.calls, "the burst", 10)
-    await asyncio.sleep(inotify.DEBOUNCE * 2)
+    await until(lambda: told.calls, what="the burst", timeout=10)
+    await asyncio.sleep(inotify.DEBOUNCE * 2)  # time for a second call: it must not come
     assert told.calls == [Harness.PI]
     assert w.changes >= 20
     fd = w.descriptor
@@ -176,14 +189,18 @@ async def test_targets_waiting_on_one_folder_are_each_told(
     w = backend(folders, told)
     w.start()
     try:
-        await asyncio.sleep(0.4)
+        await until(lambda: len(w.armed) == 3, what="the three armed on HOME", timeout=10)
         (home / ".claude.json").write_text("{}")  # what Claude Code writes first: no news
         for folder, harness in folders.items():
             folder.mkdir(parents=True)
-            await until(lambda h=harness: told.count(h), f"{harness}'s folder", 10)
-            await asyncio.sleep(0.5)
+            await until(lambda h=harness: told.count(h), what=f"{harness}'s folder", timeout=10)
+            await until(
+                lambda f=folder: w.armed.get(f) == f, what=f"{harness}'s folder watched", timeout=10
+            )
             before = told.count(harness)
             (folder / "s.json").write_text("{}")
-            await until(lambda h=harness, b=before: told.count(h) > b, f"{harness}'s file", 10)
+            await until(
+                lambda h=harness, b=before: told.count(h) > b, what=f"{harness}'s file", timeout=10
+            )
     finally:
         await w.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from volee_desktop.core.model import Agent, Harness, LaunchSettings
-from volee_desktop.daemon.sessions import (
+from volee_desktop.daemon.agents.sessions import (
     FRESH_SESSION_NOTICE,
     TASK_AGAIN,
     fresh_notice,

@@ -7,36 +7,65 @@ run the same rules against real processes.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from volee_desktop.core import events as ev
 from volee_desktop.core.model import Harness, Location
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import AgentState
-from volee_desktop.daemon.identity import HostRecords, Identifier, host_agent
+from volee_desktop.daemon.serving.identity import (
+    HostRecords,
+    Identifier,
+    ProcStat,
+    PsutilTable,
+    host_agent,
+)
 from volee_desktop.hosts.records import HostRecord, write_record_atomic
 from volee_desktop.ipc.caller import IN_PROCESS, Caller, CallerKind, caller_of
-from volee_desktop.ipc.transport import PeerCredentials
+from volee_desktop.ipc.transport import PeerCredentials, process_clock
 
 A1 = "ag_01HF7YAT010000000000000001"
 A2 = "ag_01HF7YAT010000000000000002"
 WATCHED = "ag_01HF7YAT010000000000000003"
 T0 = 1_700_000_000.0
 DAEMON = 50
+#: When the processes of the fake table started, and when their connections were accepted
+#: (seconds since boot, the clock /proc keeps start times in).
+T_START = 100.0
+ACCEPTED = 500.0
 
 
 @dataclass
 class Table:
-    """pid -> parent, plus sessions, command lines and VOLEE_AGENT of the environment."""
+    """pid -> parent, plus sessions, command lines and VOLEE_AGENT of the environment.
+
+    Every process started at ``T_START`` unless ``starts`` says otherwise; ``unreadable``
+    exist but cannot be read, ``zombies`` have ended and wait to be reaped."""
 
     parents: dict[int, int] = field(default_factory=dict)
     sessions: dict[int, int] = field(default_factory=dict)
     cmdlines: dict[int, list[str]] = field(default_factory=dict)
     envs: dict[int, str] = field(default_factory=dict)
+    starts: dict[int, float] = field(default_factory=dict)
+    unreadable: set[int] = field(default_factory=set)
+    zombies: set[int] = field(default_factory=set)
+
+    def stat(self, pid: int) -> ProcStat | None:
+        if pid in self.unreadable or pid not in self.parents:
+            return None
+        return ProcStat(self.parents[pid], self.starts.get(pid, T_START), pid in self.zombies)
+
+    def exists(self, pid: int) -> bool:
+        return pid in self.parents or pid in self.unreadable
 
     def parent(self, pid: int) -> int | None:
-        return self.parents.get(pid)
+        # What identification read before issue 22 (the tests run against it to fail there).
+        stat = self.stat(pid)
+        return None if stat is None else stat.parent
 
     def session(self, pid: int) -> int | None:
         return self.sessions.get(pid)
@@ -98,7 +127,7 @@ def _identifier(tmp_path: Path, table: Table, dead: frozenset[int] = frozenset()
 
 
 def peer(pid: int | None) -> PeerCredentials:
-    return PeerCredentials(uid=os.getuid(), pid=pid, gid=None)
+    return PeerCredentials(uid=os.getuid(), pid=pid, gid=None, accepted=ACCEPTED)
 
 
 # A tree: 100 host(A1) -> 101 claude(A1) -> 102 bash -> 103 volee send
@@ -201,15 +230,18 @@ def test_an_agent_volee_only_watches_is_known_by_its_pid(tmp_path: Path) -> None
     assert _identifier(tmp_path, table)(peer(11)).kind is CallerKind.PERSON
 
 
-def test_without_a_pid_the_caller_is_the_person_and_says_why(tmp_path: Path) -> None:
+def test_without_a_pid_the_caller_is_unknown_and_says_why(tmp_path: Path) -> None:
+    # Fail closed (issue 22): an OS that does not say who connected names no one the person.
     caller = _identifier(tmp_path, Table())(peer(None))
-    assert caller.is_person
+    assert caller.kind is CallerKind.UNKNOWN
     assert "does not say" in caller.how
 
 
-def test_a_loop_in_the_table_ends(tmp_path: Path) -> None:
+def test_a_loop_in_the_table_ends_unknown(tmp_path: Path) -> None:
     identify = _identifier(tmp_path, Table(parents={5: 6, 6: 5}))
-    assert identify(peer(5)).is_person
+    caller = identify(peer(5))
+    assert caller.kind is CallerKind.UNKNOWN
+    assert "loops" in caller.how
 
 
 def test_host_agent_reads_only_hosts_command_lines() -> None:
@@ -241,3 +273,170 @@ def test_a_host_adopted_by_another_agents_host_speaks_for_its_own_agent(tmp_path
     caller = _identifier(tmp_path, table)(peer(402))
     assert caller.agent == A2
     assert "host (pid 400)" in caller.how
+
+
+# --- issue 22, finding 1: fail closed -----------------------------------------------------
+# The person only on a positive identification of a live process: gone, reused, ended,
+# unreadable, or with an ancestry that cannot be read whole, a peer is ``unknown``.
+
+
+def test_peer_gone_is_never_the_person(tmp_path: Path) -> None:
+    # The child that connected exited before the daemon looked (its grandchild kept the
+    # connection): nothing is left of pid 13 to read.
+    caller = _identifier(tmp_path, Table(parents=dict(TREE)))(peer(13))
+    assert caller.kind is CallerKind.UNKNOWN
+    assert not caller.is_person
+    assert "pid 13" in caller.how
+    assert "gone" in caller.how
+
+
+def test_peer_pid_reused_with_a_later_start_is_never_the_person(tmp_path: Path) -> None:
+    # Pid 12 went to a process of the person's that started after the accept.
+    table = Table(parents=dict(TREE), starts={12: ACCEPTED + 1.0})
+    caller = _identifier(tmp_path, table)(peer(12))
+    assert caller.kind is CallerKind.UNKNOWN
+    assert "started after the connection was accepted" in caller.how
+    # Started before the accept, it is the one that connected: the person.
+    table.starts[12] = ACCEPTED - 1.0
+    assert _identifier(tmp_path, table)(peer(12)).is_person
+
+
+def test_peer_unreadable_is_never_the_person(tmp_path: Path) -> None:
+    # /proc/<pid> exists but cannot be read (hidepid, another user's namespace).
+    table = Table(parents=dict(TREE), unreadable={12})
+    caller = _identifier(tmp_path, table)(peer(12))
+    assert caller.kind is CallerKind.UNKNOWN
+    assert "cannot be read" in caller.how
+
+
+def test_peer_that_ended_and_waits_to_be_reaped_is_never_the_person(tmp_path: Path) -> None:
+    table = Table(parents=dict(TREE), zombies={12})
+    caller = _identifier(tmp_path, table)(peer(12))
+    assert caller.kind is CallerKind.UNKNOWN
+    assert "ended" in caller.how
+
+
+def test_peer_whose_ancestry_breaks_is_never_the_person(tmp_path: Path) -> None:
+    # An ancestor vanished while the daemon walked up (its parent is unknown from there) ...
+    gone = Table(parents={13: 14, 14: 15})
+    caller = _identifier(tmp_path, gone)(peer(13))
+    assert caller.kind is CallerKind.UNKNOWN
+    assert "ancestor pid 15 is gone" in caller.how
+    # ... or its pid went to a process younger than its child: not an ancestor at all.
+    reused = Table(parents={**TREE, 13: 102}, starts={102: T_START + 5, 13: T_START + 1})
+    caller = _identifier(tmp_path, reused)(peer(13))
+    assert caller.kind is CallerKind.UNKNOWN
+    assert "belongs to a later process" in caller.how
+
+
+def test_an_agent_found_before_the_break_is_still_that_agent(tmp_path: Path) -> None:
+    # The rules only lower: what is read of the chain names agent A1 whatever lies beyond.
+    table = Table(parents={103: 102, 102: 101, 101: 100, 100: 99})
+    assert _identifier(tmp_path, table)(peer(103)).agent == A1
+
+
+class EndingTable(Table):
+    """A table whose peer ends once its ancestry was read (its pid goes to a later process)."""
+
+    def __init__(self, pid: int, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.pid = pid
+        self.ended = False
+
+    def session(self, pid: int) -> int | None:
+        # Identification asks the session after the ancestry: the peer ends meanwhile.
+        self.ended = self.ended or pid == self.pid
+        return super().session(pid)
+
+    def stat(self, pid: int) -> ProcStat | None:
+        if pid == self.pid and self.ended:
+            return ProcStat(1, ACCEPTED + 2.0)  # a later process has the pid now
+        return super().stat(pid)
+
+
+def test_peer_that_ends_while_identified_is_never_the_person(tmp_path: Path) -> None:
+    table = EndingTable(12, parents=dict(TREE))
+    caller = _identifier(tmp_path, table)(peer(12))
+    assert caller.kind is CallerKind.UNKNOWN
+    assert "ended while volee identified it" in caller.how
+
+
+def test_peer_whose_pidfd_says_it_ended_is_never_the_person(tmp_path: Path) -> None:
+    # The kernel's pidfd of the process that connected says it ended, though something runs
+    # at its pid now (started before the accept: only the pidfd tells them apart).
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    pidfd = os.pidfd_open(child.pid)
+    try:
+        child.wait(30)
+        table = Table(parents={**TREE, child.pid: 11})
+        gone = PeerCredentials(os.getuid(), child.pid, None, ACCEPTED, pidfd)
+        caller = _identifier(tmp_path, table)(gone)
+        assert caller.kind is CallerKind.UNKNOWN
+        assert "has ended" in caller.how
+    finally:
+        os.close(pidfd)
+
+
+def test_real_processes_the_persons_live_one_is_the_person_a_reaped_one_is_not(
+    tmp_path: Path,
+) -> None:
+    registry = _registry()
+    identify = Identifier(lambda: registry, HostRecords(tmp_path), PsutilTable(), own_pid=DAEMON)
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)  # fmt: skip
+    assert child.stdin is not None
+    try:
+        live = PeerCredentials(os.getuid(), child.pid, None, process_clock())
+        assert identify(live).is_person
+        # Started after this "accept": another process than the one that connected.
+        before = PeerCredentials(os.getuid(), child.pid, None, process_clock() - 3600)
+        assert identify(before).kind is CallerKind.UNKNOWN
+    finally:
+        child.stdin.close()
+        child.wait(30)
+    caller = identify(live)
+    assert caller.kind is CallerKind.UNKNOWN
+    assert "gone" in caller.how
+
+
+# --- issue 22, finding 7: a mismatched VOLEE_AGENT inside an agent's tree -----------------
+
+
+def test_mismatched_volee_agent_inside_an_agents_tree_is_kept_as_its_claim(
+    tmp_path: Path,
+) -> None:
+    table = Table(parents={**TREE, 104: 103}, envs={104: A2, 103: "human", 102: A1})
+    identify = _identifier(tmp_path, table)
+    other = identify(peer(104))
+    assert (other.agent, other.claim) == (A1, A2)
+    person = identify(peer(103))
+    assert (person.agent, person.claim) == (A1, "human")
+    # Its own id is no claim; nor is an agent known by its environment alone.
+    assert identify(peer(102)).claim is None
+    table.parents[301] = 1
+    table.envs[301] = A2
+    assert (identify(peer(301)).agent, identify(peer(301)).claim) == (A2, None)
+
+
+def test_a_leftover_the_subreaper_daemon_adopted_is_never_the_person(tmp_path: Path) -> None:
+    # Issue 22, finding 3: a killed host's waiter (setsid, VOLEE_AGENT cleared) is re-parented
+    # to the headless daemon, its subreaper, which ends it a few ms later; connecting before
+    # that, it reaches the daemon through a child outside the daemon's session.
+    table = Table(
+        parents={900: 901, 901: DAEMON, DAEMON: 1, 600: 1},
+        sessions={900: 901, 901: 901, DAEMON: DAEMON, 600: DAEMON},
+    )
+    registry = _registry()
+    adopting = Identifier(
+        lambda: registry, HostRecords(tmp_path), table, own_pid=DAEMON, adopts=True
+    )
+    caller = adopting(peer(900))
+    assert caller.kind is CallerKind.UNKNOWN
+    assert caller.pid == 900
+    assert caller.how == "it is what a killed host left behind (the daemon adopted it to end it)"
+    # A process of the daemon's own session is not a leftover (a git the daemon runs).
+    table.parents[600] = DAEMON
+    assert adopting(peer(600)).is_person
+    # A daemon that adopts nothing (the app's: its terminals are the person's) decides as before.
+    plain = Identifier(lambda: registry, HostRecords(tmp_path), table, own_pid=DAEMON)
+    assert plain(peer(900)).is_person

@@ -1,4 +1,4 @@
-"""MCP over HTTP (daemon/mcphttp.py): served to agents only, known from the TCP peer.
+"""MCP over HTTP (daemon/serving/mcphttp.py): served to agents only, known from the TCP peer.
 
 The clients are real processes (tests/fakes/mcp_http_client.py): run as a generic agent's
 program they are that agent; run from the test they are the person.
@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 
 from tests.daemon.helpers import close_stopping_agents
-from tests.daemon.test_missions import call, until
+from tests.daemon.test_missions import call
+from tests.polling import until
 from volee_desktop.daemon.main import Daemon
-from volee_desktop.daemon.mcphttp import MAX_BODY, HttpError, parse_head
+from volee_desktop.daemon.serving.mcphttp import MAX_BODY, HttpError, parse_head
 from volee_desktop.paths import dirs
 
 pytestmark = pytest.mark.e2e
@@ -74,7 +75,9 @@ async def as_agent(
             json.dumps(requests),
         ],
     )
-    answers = await until(lambda: out.exists() and json.loads(out.read_text()), "its answers")
+    answers = await until(
+        lambda: out.exists() and json.loads(out.read_text()), what="its answers", timeout=20
+    )
     fix = view["id"]
     return fix, answers
 
@@ -217,7 +220,9 @@ async def test_the_sdks_streamable_http_client_works_as_is(daemon: Daemon, tmp_p
         cwd=str(tmp_path),
         argv=[sys.executable, str(CLIENT), "sdk", url_of(daemon, "sdk"), str(out)],
     )
-    seen = await until(lambda: out.exists() and json.loads(out.read_text()), "the SDK client", 60)
+    seen = await until(
+        lambda: out.exists() and json.loads(out.read_text()), what="the SDK client", timeout=60
+    )
     assert seen["server"] == "volee"
     assert "post_message" in seen["tools"]
     assert seen["posted_error"] is False

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -13,6 +12,7 @@ import pytest
 
 from tests.daemon.helpers import close_stopping_agents
 from tests.fakes.fake_github import FakeGitHub, MemoryKeyring
+from tests.polling import until
 from volee_desktop.core.model import MissionStatus, Verdict
 from volee_desktop.core.states import AgentState
 from volee_desktop.daemon.main import Daemon
@@ -55,19 +55,6 @@ async def call(d: Daemon, method: str, **params: Any) -> Any:
     return await d.api(cast(Connection, None), method, params)
 
 
-async def until(check: Callable[[], T | Awaitable[T]], what: str, timeout: float = 20.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return cast(T, value)
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 def status(d: Daemon, mission: str) -> MissionStatus:
     return d.service.registry.missions[mission].status
 
@@ -81,7 +68,8 @@ async def start_mission(d: Daemon, repo: Path, kind: str = "change") -> tuple[st
     assert coordinator
     await until(
         lambda: d.service.registry.agents[coordinator].state is AgentState.DONE,
-        "the coordinator read its brief",
+        what="the coordinator read its brief",
+        timeout=20,
     )
     return mission, coordinator
 
@@ -101,7 +89,9 @@ async def test_a_change_mission_without_a_remote_runs_to_approval_merges_and_clo
     mission, coordinator = await start_mission(daemon, repo)
     w1 = await spawn(daemon, coordinator, COMMIT.format(n="one"))
     w2 = await spawn(daemon, coordinator, COMMIT.format(n="two"))
-    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    await until(
+        lambda: status(daemon, mission) is MissionStatus.REPORTING, what="reporting", timeout=20
+    )
     m = daemon.service.registry.missions[mission]
     assert {m.assessments[w].verdict for w in (w1, w2)} == {Verdict.DELIVERED}
     assert m.report_requested
@@ -120,7 +110,7 @@ async def test_a_change_mission_without_a_remote_runs_to_approval_merges_and_clo
     assert daemon.service.registry.missions[mission].report == report["message"]
 
     await call(daemon, "missions.answer", mission=mission, option="approve")
-    await until(lambda: status(daemon, mission) is MissionStatus.CLOSED, "closed")
+    await until(lambda: status(daemon, mission) is MissionStatus.CLOSED, what="closed", timeout=20)
     assert (repo / "one.txt").exists()
     assert (repo / "two.txt").exists()
     log = git(repo, "log", "--oneline", "main")
@@ -133,7 +123,9 @@ async def test_a_different_answer_goes_back_to_reporting(root: Path, daemon: Dae
     repo = make_repo(root, remote=False)
     mission, coordinator = await start_mission(daemon, repo)
     await spawn(daemon, coordinator, COMMIT.format(n="one"))
-    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    await until(
+        lambda: status(daemon, mission) is MissionStatus.REPORTING, what="reporting", timeout=20
+    )
     await call(daemon, "missions.request_approval", agent=coordinator, body="done")
     with pytest.raises(IpcError, match="not an option"):
         await call(daemon, "missions.answer", mission=mission, option="yes please")
@@ -154,10 +146,15 @@ async def test_an_analysis_mission_completes_from_a_report_message(
     folder.mkdir()
     mission, coordinator = await start_mission(daemon, folder, kind="analysis")
     worker = await spawn(daemon, coordinator, "look around")
-    await until(lambda: daemon.service.registry.agents[worker].state is AgentState.DONE, "done")
+    await until(
+        lambda: daemon.service.registry.agents[worker].state is AgentState.DONE,
+        what="done",
+        timeout=20,
+    )
     await until(
         lambda: daemon.service.registry.missions[mission].assessments.get(worker),
-        "a verdict",
+        what="a verdict",
+        timeout=20,
     )
     assert (
         daemon.service.registry.missions[mission].assessments[worker].verdict
@@ -171,7 +168,9 @@ async def test_an_analysis_mission_completes_from_a_report_message(
         body="found 3 issues",
         kind="report",
     )
-    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    await until(
+        lambda: status(daemon, mission) is MissionStatus.REPORTING, what="reporting", timeout=20
+    )
     await call(daemon, "missions.request_approval", agent=coordinator, body="3 issues")
     await call(daemon, "missions.answer", mission=mission, option="approve")
     assert status(daemon, mission) is MissionStatus.CLOSED
@@ -188,7 +187,9 @@ async def test_with_a_bare_remote_and_github_the_pull_request_is_the_evidence(
         COMMIT.format(n="one") + " && git push -q -u origin HEAD",
     )
     await until(
-        lambda: daemon.service.registry.missions[mission].assessments.get(worker), "a verdict"
+        lambda: daemon.service.registry.missions[mission].assessments.get(worker),
+        what="a verdict",
+        timeout=20,
     )
     first = daemon.service.registry.missions[mission].assessments[worker]
     assert first.verdict is Verdict.NOT_DELIVERED
@@ -197,10 +198,12 @@ async def test_with_a_bare_remote_and_github_the_pull_request_is_the_evidence(
     tip = git(repo, "rev-parse", agent.branch or "")
     github.open_pr("acme", "widget", agent.branch or "", tip)
     await call(daemon, "missions.check", mission=mission)
-    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    await until(
+        lambda: status(daemon, mission) is MissionStatus.REPORTING, what="reporting", timeout=20
+    )
     await call(daemon, "missions.request_approval", agent=coordinator, body="PR #1")
     await call(daemon, "missions.answer", mission=mission, option="approve")
-    await until(lambda: status(daemon, mission) is MissionStatus.CLOSED, "closed")
+    await until(lambda: status(daemon, mission) is MissionStatus.CLOSED, what="closed", timeout=20)
     assert ("PUT", "/repos/acme/widget/pulls/1/merge") in github.requests
 
 
@@ -224,14 +227,16 @@ async def test_tidy_removes_only_delivered_worktrees_and_keeps_branches(
     repo = make_repo(root, remote=False)
     mission, coordinator = await start_mission(daemon, repo)
     w1 = await spawn(daemon, coordinator, COMMIT.format(n="one"))
-    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    await until(
+        lambda: status(daemon, mission) is MissionStatus.REPORTING, what="reporting", timeout=20
+    )
     plan = await call(daemon, "tidy", dry_run=True)
     entry = next(e for e in plan if e["agent"] == w1)
     assert not entry["removable"]
     assert any("not delivered" in m for m in entry["missing"])
     await call(daemon, "missions.request_approval", agent=coordinator, body="ok")
     await call(daemon, "missions.answer", mission=mission, option="approve")
-    await until(lambda: status(daemon, mission) is MissionStatus.CLOSED, "closed")
+    await until(lambda: status(daemon, mission) is MissionStatus.CLOSED, what="closed", timeout=20)
     agent = daemon.service.registry.agents[w1]
     assert agent.worktree
     plan = await call(daemon, "tidy", dry_run=True)
@@ -239,7 +244,7 @@ async def test_tidy_removes_only_delivered_worktrees_and_keeps_branches(
     assert entry["removable"], entry["missing"]
     assert Path(agent.worktree).is_dir()
     record = daemon.dirs.hosts / f"{w1}.json"
-    await until(record.exists, "the worker's host record")
+    await until(record.exists, what="the worker's host record", timeout=20)
     done = await call(daemon, "tidy")
     assert next(e for e in done if e["agent"] == w1)["removed"]
     assert not Path(agent.worktree).exists()
@@ -258,7 +263,9 @@ async def test_approval_merges_into_a_base_tree_holding_volees_worktrees(
     git(repo, "commit", "-q", "-m", "no ignore file")
     mission, coordinator = await start_mission(daemon, repo)
     worker = await spawn(daemon, coordinator, COMMIT.format(n="one"))
-    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    await until(
+        lambda: status(daemon, mission) is MissionStatus.REPORTING, what="reporting", timeout=20
+    )
     shown = await call(daemon, "missions.show", mission=mission)
     view = next(a for a in shown["agents"] if a["id"] == worker)
     assert view["verdict"] == "delivered"
@@ -309,7 +316,9 @@ async def test_a_mission_that_needs_no_forge_never_touches_the_keyring(
     push = " && git push -q -u origin HEAD" if remote != "none" else ""
     worker = await spawn(daemon, coordinator, COMMIT.format(n="one") + push)
     await until(
-        lambda: daemon.service.registry.missions[mission].assessments.get(worker), "a verdict"
+        lambda: daemon.service.registry.missions[mission].assessments.get(worker),
+        what="a verdict",
+        timeout=20,
     )
     assessment = daemon.service.registry.missions[mission].assessments[worker]
     if remote == "none":
@@ -319,7 +328,9 @@ async def test_a_mission_that_needs_no_forge_never_touches_the_keyring(
         assert touched_keyring.reads == []
         return
     assert touched_keyring.reads == []
-    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    await until(
+        lambda: status(daemon, mission) is MissionStatus.REPORTING, what="reporting", timeout=20
+    )
     await call(daemon, "missions.request_approval", agent=coordinator, body="one file")
     answered = await call(daemon, "missions.answer", mission=mission, option="approve")
     assert answered["status"] == "closed", answered["reason"]
@@ -331,7 +342,9 @@ async def test_agents_changes_shows_what_a_merge_would_bring(root: Path, daemon:
     repo = make_repo(root, remote=False)
     mission, coordinator = await start_mission(daemon, repo)
     worker = await spawn(daemon, coordinator, COMMIT.format(n="one"))
-    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    await until(
+        lambda: status(daemon, mission) is MissionStatus.REPORTING, what="reporting", timeout=20
+    )
     summary = await call(daemon, "agents.changes", agent=worker)
     assert summary["base"] == "main"
     assert summary["files"] == [{"path": "one.txt", "added": 1, "removed": 0}]
@@ -368,7 +381,7 @@ async def test_the_sweep_at_start_supervises_every_open_mission_and_a_failed_rou
     root: Path, daemon: Daemon, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from volee_desktop.core import events as ev
-    from volee_desktop.daemon import missions as missions_module
+    from volee_desktop.daemon.missions import runner as missions_module
 
     repo = make_repo(root, remote=False)
     mission, _coordinator = await start_mission(daemon, repo)
@@ -388,7 +401,9 @@ async def test_the_sweep_at_start_supervises_every_open_mission_and_a_failed_rou
     await daemon.service.commit(
         [ev.MissionUpdated(at=time.time(), mission=mission, reason="an outside change")]
     )
-    await until(lambda: "a rule that broke" in caplog.text, "the failed round logged")
+    await until(
+        lambda: "a rule that broke" in caplog.text, what="the failed round logged", timeout=20
+    )
     assert status(daemon, mission) is MissionStatus.RUNNING
 
 
@@ -405,7 +420,8 @@ async def test_delivery_evidence_a_client_sends_is_judged_like_gits(
             (a := daemon.service.registry.missions[mission].assessments.get(worker))
             and a.verdict is Verdict.NOT_DELIVERED
         ),
-        "git's verdict",
+        what="git's verdict",
+        timeout=20,
     )
     evidence = {
         "branch": "volee/feature", "base": "main", "commits": 2, "tip": "c" * 40,
@@ -415,7 +431,9 @@ async def test_delivery_evidence_a_client_sends_is_judged_like_gits(
     answer = await call(daemon, "missions.evidence", agent=worker, delivery=evidence)
 
     assert answer["delivery"]["commits"] == 2
-    await until(lambda: status(daemon, mission) is MissionStatus.REPORTING, "reporting")
+    await until(
+        lambda: status(daemon, mission) is MissionStatus.REPORTING, what="reporting", timeout=20
+    )
     judged = daemon.service.registry.missions[mission].assessments[worker]
     assert judged.verdict is Verdict.DELIVERED
     assert judged.reason.startswith("2 commits")

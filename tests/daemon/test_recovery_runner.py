@@ -8,26 +8,28 @@ the real time, later than every event the daemon stamps.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
 import signal
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fakes.clock import FakeClock
+from tests.polling import until
 from volee_desktop.core import events as ev
 from volee_desktop.core import recovery as rules
 from volee_desktop.core.model import VOLEE, Agent, MessageKind
 from volee_desktop.core.states import AgentState
+from volee_desktop.daemon.agents.runner import ResumeParams, SendParams
 from volee_desktop.daemon.errors import Refused
 from volee_desktop.daemon.main import Daemon
+from volee_desktop.daemon.params import AgentParams, SpawnParams, decode
 from volee_desktop.paths import dirs
 
 FAKE_CLAUDE = Path(__file__).resolve().parents[1] / "fakes" / "fake-claude"
@@ -81,21 +83,12 @@ def kill_all_hosts() -> None:
         kill(record)
 
 
-async def until(what: str, cond: Callable[[], Any], timeout: float = 15.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
 async def spawn(d: Daemon, project: Path, prompt: str, **params: Any) -> Agent:
     view = await d.agents.api_spawn(
         None,  # type: ignore[arg-type]
-        {"prompt": prompt, "cwd": str(project), "env": dict(os.environ), **params},
+        decode(
+            SpawnParams, {"prompt": prompt, "cwd": str(project), "env": dict(os.environ), **params}
+        ),
     )
     return d.service.registry.agents[view["id"]]
 
@@ -115,7 +108,7 @@ def events_of(d: Daemon, agent_id: str, kind: type[ev.Event]) -> list[Any]:
 async def crashed(d: Daemon, project: Path) -> Agent:
     """An agent whose turn was killed by SIGKILL: a restart waits."""
     a = await spawn(d, project, KILL_TURN)
-    return await until("a restart scheduled", lambda: _waiting(d, a.id))
+    return await until(lambda: _waiting(d, a.id), what="a restart scheduled")
 
 
 def _waiting(d: Daemon, agent_id: str) -> Agent | None:
@@ -145,7 +138,7 @@ async def test_m38_when_due_it_resumes_with_continue_as_a_volee_notice(
     assert clock.advance(0.5) == 0  # not due yet: no timer ran
     assert len(host_starts(daemon, a.id)) == 1
     clock.advance(0.5)
-    started = await until("the restart", lambda: host_starts(daemon, a.id)[1:])
+    started = await until(lambda: host_starts(daemon, a.id)[1:], what="the restart")
     assert (started[0].how, started[0].automatic) == ("restart", True)
     assert started[0].reason == "automatic restart 1 of 3"
     notices = [
@@ -179,7 +172,7 @@ async def test_m38_a_parent_hears_when_the_waiting_restart_of_its_child_is_cance
 ) -> None:
     parent = await spawn(daemon, project, "plan the work")
     child = await spawn(daemon, project, KILL_TURN, parent=parent.id)
-    child = await until("a restart scheduled", lambda: _waiting(daemon, child.id))
+    child = await until(lambda: _waiting(daemon, child.id), what="a restart scheduled")
 
     await daemon.agents.stop(child, reason="")
 
@@ -190,7 +183,7 @@ async def test_m38_a_parent_hears_when_the_waiting_restart_of_its_child_is_cance
             if m.sender == VOLEE and parent.id in m.recipients
         ]
 
-    said = await until("the parent told", told)
+    said = await until(told, what="the parent told")
     assert said == [f"[volee] {child.name}: its automatic restart was called off (stopped by you)"]
 
 
@@ -198,7 +191,7 @@ async def test_m38_forget_cancels_a_waiting_restart(
     daemon: Daemon, project: Path, clock: FakeClock
 ) -> None:
     a = await crashed(daemon, project)
-    await daemon.agents.api_forget(None, {"agent": a.id})  # type: ignore[arg-type]
+    await daemon.agents.api_forget(None, decode(AgentParams, {"agent": a.id}))  # type: ignore[arg-type]
     assert clock.pending() == []
     assert clock.advance(60) == 0
     assert a.id not in daemon.service.registry.agents
@@ -209,7 +202,9 @@ async def test_m38_a_message_replaces_the_waiting_restart_without_the_budget(
     daemon: Daemon, project: Path, clock: FakeClock
 ) -> None:
     a = await crashed(daemon, project)
-    result = await daemon.agents.api_send(None, {"agent": a.id, "text": "carry on please"})  # type: ignore[arg-type]
+    result = await daemon.agents.api_send(
+        None, decode(SendParams, {"agent": a.id, "text": "carry on please"})
+    )  # type: ignore[arg-type]
     assert result["resumed"] is True
     starts = host_starts(daemon, a.id)
     assert [(s.how, s.automatic) for s in starts] == [("launch", False), ("resume", False)]
@@ -225,7 +220,7 @@ async def test_m38_resume_during_a_waiting_restart_carries_the_run_on_with_conti
 ) -> None:
     a = await crashed(daemon, project)
 
-    await daemon.agents.api_resume(None, {"agent": a.id})  # type: ignore[arg-type]
+    await daemon.agents.api_resume(None, decode(ResumeParams, {"agent": a.id}))  # type: ignore[arg-type]
 
     starts = host_starts(daemon, a.id)
     assert [(s.how, s.automatic) for s in starts] == [("launch", False), ("resume", False)]
@@ -246,7 +241,7 @@ async def test_m38_attach_during_a_waiting_restart_carries_the_run_on(
 ) -> None:
     a = await crashed(daemon, project)
 
-    info = await daemon.agents.api_attach_info(None, {"agent": a.id})  # type: ignore[arg-type]
+    info = await daemon.agents.api_attach_info(None, decode(AgentParams, {"agent": a.id}))  # type: ignore[arg-type]
 
     assert info["agent"] == a.id
     starts = host_starts(daemon, a.id)
@@ -264,11 +259,11 @@ async def test_m38_a_start_that_fails_leaves_the_waiting_restart(
     a = await crashed(daemon, project)
     daemon.agents.binaries["claude"] = str(project / "no-such-claude")
     with pytest.raises(Refused):
-        await daemon.agents.api_send(None, {"agent": a.id, "text": "carry on"})  # type: ignore[arg-type]
+        await daemon.agents.api_send(None, decode(SendParams, {"agent": a.id, "text": "carry on"}))  # type: ignore[arg-type]
     assert agent(daemon, a.id).restart is not None
     daemon.agents.binaries["claude"] = str(FAKE_CLAUDE)
     clock.advance(1)
-    started = await until("the restart", lambda: host_starts(daemon, a.id)[1:])
+    started = await until(lambda: host_starts(daemon, a.id)[1:], what="the restart")
     assert started[0].how == "restart"
 
 
@@ -279,7 +274,8 @@ async def test_m38_a_restart_that_cannot_start_fails_with_why_and_is_not_retried
     shutil.rmtree(project)
     clock.advance(1)
     failed = await until(
-        "failed", lambda: agent(daemon, a.id).state is AgentState.FAILED and agent(daemon, a.id)
+        lambda: agent(daemon, a.id).state is AgentState.FAILED and agent(daemon, a.id),
+        what="failed",
     )
     assert failed.detail.startswith("could not restart: directory")
     assert "no longer exists" in failed.detail
@@ -296,7 +292,7 @@ async def test_m38_a_pending_restart_survives_a_daemon_restart(
     try:
         assert clock.pending() == [agent(again, a.id).restart.due_at]  # type: ignore[union-attr]
         clock.advance(1)
-        started = await until("the restart", lambda: host_starts(again, a.id)[1:])
+        started = await until(lambda: host_starts(again, a.id)[1:], what="the restart")
         assert started[0].how == "restart"
     finally:
         await again.close()
@@ -311,13 +307,13 @@ async def test_m38_a_host_vanishing_under_a_working_run_is_restarted(
     daemon: Daemon, project: Path, clock: FakeClock
 ) -> None:
     a = await spawn(daemon, project, "SLEEP: 30")
-    await until("working", lambda: agent(daemon, a.id).state is AgentState.WORKING)
+    await until(lambda: agent(daemon, a.id).state is AgentState.WORKING, what="working")
     kill(next(r for r in records() if r["agent"] == a.id))
-    waiting = await until("a restart", lambda: _waiting(daemon, a.id))
+    waiting = await until(lambda: _waiting(daemon, a.id), what="a restart")
     assert waiting.detail.startswith("volee's host was stopped; continuing in 1 s")
     assert [i.cause for i in events_of(daemon, a.id, ev.InterruptionDetected)] == ["host-stopped"]
     clock.advance(1)
-    started = await until("the restart", lambda: host_starts(daemon, a.id)[1:])
+    started = await until(lambda: host_starts(daemon, a.id)[1:], what="the restart")
     assert started[0].how == "restart"
 
 
@@ -331,8 +327,8 @@ async def test_m38_the_budget_comes_back_after_a_normal_turn(
     a = await crashed(daemon, project)
     clock.advance(1)
     # The restarted turn (the "continue" prompt) ends normally: Stop -> done.
-    await until("done", lambda: agent(daemon, a.id).state is AgentState.DONE)
-    await until("the budget back", lambda: agent(daemon, a.id).restarts_in_row == 0)
+    await until(lambda: agent(daemon, a.id).state is AgentState.DONE, what="done")
+    await until(lambda: agent(daemon, a.id).restarts_in_row == 0, what="the budget back")
     assert len(events_of(daemon, a.id, ev.RestartBudgetReset)) == 1
 
 
@@ -341,10 +337,11 @@ async def test_m38_past_the_budget_it_fails_with_the_reason(
 ) -> None:
     daemon.exits.policy = rules.Policy(restart_delays=(1.0,))
     a = await spawn(daemon, project, "", harness="generic", argv=["sh", "-c", "sleep 0.2; exit 3"])
-    await until("a restart", lambda: _waiting(daemon, a.id))
+    await until(lambda: _waiting(daemon, a.id), what="a restart")
     clock.advance(1)
     failed = await until(
-        "failed", lambda: agent(daemon, a.id).state is AgentState.FAILED and agent(daemon, a.id)
+        lambda: agent(daemon, a.id).state is AgentState.FAILED and agent(daemon, a.id),
+        what="failed",
     )
     assert failed.detail == (
         "exited with code 3; not restarted again after 1 automatic restart in a row "

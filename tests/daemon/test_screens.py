@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from volee_desktop.daemon import screens as sc
-from volee_desktop.daemon.screens import Screens, Term
+from volee_desktop.daemon.agents import screens as sc
+from volee_desktop.daemon.agents.screens import Screens, Term
 
 
 def test_a_terminal_renders_what_a_terminal_would() -> None:
@@ -75,3 +75,37 @@ def test_the_last_screen_is_kept_on_disk_and_forgotten(tmp_path: Path) -> None:
         assert not (tmp_path / "screens" / "ag_1.json").exists()
 
     asyncio.run(run())
+
+
+def test_a_kept_screen_of_an_older_volee_is_read_with_defaults(tmp_path: Path) -> None:
+    folder = tmp_path / "screens"
+    folder.mkdir()
+    (folder / "ag_1.json").write_text('{"lines": ["$ make", "ok"], "cursor": [1, 2], "at": 7}')
+    shot = asyncio.run(Screens(folder).snapshot("ag_1"))
+    assert shot == sc.Snapshot(
+        lines=["$ make", "ok"],
+        rows=sc.DEFAULT_ROWS,
+        cols=sc.DEFAULT_COLS,
+        cursor=(1, 2),
+        at=7.0,
+        live=False,
+        version=0,
+        history=[],
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json",
+        '["a list"]',
+        '{"lines": "one string"}',
+        '{"lines": ["a"], "cursor": [1]}',
+        '{"rows": "many"}',
+    ],
+)
+def test_a_damaged_kept_screen_is_no_screen(tmp_path: Path, text: str) -> None:
+    folder = tmp_path / "screens"
+    folder.mkdir()
+    (folder / "ag_1.json").write_text(text)
+    assert asyncio.run(Screens(folder).snapshot("ag_1")) is None

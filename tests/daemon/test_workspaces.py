@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.daemon.helpers import close_stopping_agents
+from tests.polling import until
 from volee_desktop.core import events as ev
 from volee_desktop.core.model import Agent, Harness
 from volee_desktop.core.states import AgentState
+from volee_desktop.daemon.agents.runner import SendParams
+from volee_desktop.daemon.agents.workspaces import learned
 from volee_desktop.daemon.main import Daemon
-from volee_desktop.daemon.workspaces import learned
+from volee_desktop.daemon.params import SpawnParams, decode
 from volee_desktop.paths import dirs
 
 from .gitrepos import git, make_repo
@@ -53,15 +54,6 @@ async def daemon(fake_claude: Path) -> AsyncIterator[Daemon]:
     await close_stopping_agents(d)
 
 
-async def until(what: str, cond: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := cond()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.05)
-    return value
-
-
 def updates(d: Daemon, agent_id: str) -> list[ev.WorkspaceUpdated]:
     return [
         e
@@ -76,18 +68,22 @@ async def test_an_agent_spawned_in_a_repository_learns_it_and_follows_its_branch
     repo = make_repo(fake_claude, remote=False)
     view = await daemon.agents.api_spawn(
         None,  # type: ignore[arg-type]
-        {"prompt": "say hello", "cwd": str(repo), "env": dict(os.environ)},
+        decode(SpawnParams, {"prompt": "say hello", "cwd": str(repo), "env": dict(os.environ)}),
     )
     a = view["id"]
 
-    await until("the repository learned", lambda: updates(daemon, a))
+    await until(lambda: updates(daemon, a), what="the repository learned", timeout=20)
     known = daemon.service.registry.agents[a]
     assert (known.repo, known.branch) == (str(repo), "main")
 
-    await until("done", lambda: daemon.service.registry.agents[a].state is AgentState.DONE)
-    git(repo, "checkout", "-q", "-b", "fix/flaky")
-    await daemon.agents.api_send(None, {"agent": a, "text": "say hello again"})  # type: ignore[arg-type]
     await until(
-        "the new branch learned", lambda: daemon.service.registry.agents[a].branch == "fix/flaky"
+        lambda: daemon.service.registry.agents[a].state is AgentState.DONE, what="done", timeout=20
+    )
+    git(repo, "checkout", "-q", "-b", "fix/flaky")
+    await daemon.agents.api_send(None, decode(SendParams, {"agent": a, "text": "say hello again"}))  # type: ignore[arg-type]
+    await until(
+        lambda: daemon.service.registry.agents[a].branch == "fix/flaky",
+        what="the new branch learned",
+        timeout=20,
     )
     assert [e.branch for e in updates(daemon, a)] == ["main", "fix/flaky"]

@@ -7,28 +7,17 @@ allow-list (the fake API's URL and key) to the agent.  Waiting is on ``volee ls 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from tests.e2e.agents_rig import Volee
-from tests.fakes.fake_anthropic import FakeAnthropic
-from tests.fakes.harness_env import Sandbox, claude_env
+from tests.fakes.harness_env import Sandbox
 
 pytestmark = [pytest.mark.e2e, pytest.mark.claude, pytest.mark.timeout(60)]
 
 
 @pytest.fixture
-def volee(
-    real_claude: Path, real_sandbox: Sandbox, real_fake_anthropic: FakeAnthropic
-) -> Iterator[Volee]:
-    env = claude_env(real_sandbox.home, real_fake_anthropic.port, real_sandbox.project)
-    env["VOLEE_CLAUDE_BIN"] = str(real_claude)
-    rig = Volee(real_sandbox.root / "vh", env)
-    rig.start()
-    yield rig
-    rig.close()
+def volee(claude_volee: Volee) -> Volee:
+    return claude_volee
 
 
 def test_spawn_runs_the_tool_then_stop_holds_and_a_restart_adopts(

@@ -7,15 +7,13 @@ before running a command; ``volee allow`` / ``volee deny`` answer on their rende
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.agents_rig import Agent, Volee
 from tests.fakes.fake_anthropic import FakeAnthropic
-from tests.fakes.fake_openai import FakeOpenAI
-from tests.fakes.harness_env import Sandbox, claude_env, codex_env
+from tests.fakes.harness_env import Sandbox
 from volee_desktop.hosts.launcher import HostClient
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
@@ -42,15 +40,8 @@ def asks(volee: Volee, name: str, summary: str, dialog: str) -> Agent:
 
 
 @pytest.fixture
-def claude(
-    real_claude: Path, real_sandbox: Sandbox, real_fake_anthropic: FakeAnthropic
-) -> Iterator[Volee]:
-    env = claude_env(real_sandbox.home, real_fake_anthropic.port, real_sandbox.project)
-    env["VOLEE_CLAUDE_BIN"] = str(real_claude)
-    rig = Volee(real_sandbox.root / "vh", env)
-    rig.start()
-    yield rig
-    rig.close()
+def claude(claude_volee: Volee) -> Volee:
+    return claude_volee
 
 
 def spawn_manual(
@@ -163,13 +154,8 @@ ESCALATED = (
 
 
 @pytest.fixture
-def codex(real_codex: Path, real_sandbox: Sandbox, real_fake_openai: FakeOpenAI) -> Iterator[Volee]:
-    env = codex_env(real_sandbox.home, real_fake_openai.port, real_sandbox.project)
-    env["VOLEE_CODEX_BIN"] = str(real_codex)
-    rig = Volee(real_sandbox.root / "vh", env)
-    rig.start()
-    yield rig
-    rig.close()
+def codex(codex_volee: Volee) -> Volee:
+    return codex_volee
 
 
 @pytest.mark.codex

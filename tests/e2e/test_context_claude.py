@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from tests import polling
 from tests.e2e.agents_rig import Volee
-from tests.fakes.fake_anthropic import FakeAnthropic
-from tests.fakes.harness_env import Sandbox, claude_env
+from tests.fakes.harness_env import Sandbox
 
 pytestmark = [pytest.mark.e2e, pytest.mark.claude, pytest.mark.timeout(90)]
 
@@ -23,20 +21,15 @@ OWN_LINE = "MY-OWN-STATUS-LINE"
 
 @pytest.fixture
 def volee(
-    real_claude: Path, real_sandbox: Sandbox, real_fake_anthropic: FakeAnthropic
-) -> Iterator[Volee]:
-    env = claude_env(real_sandbox.home, real_fake_anthropic.port, real_sandbox.project)
-    env["VOLEE_CLAUDE_BIN"] = str(real_claude)
+    real_claude_env: dict[str, str], start_volee: Callable[..., Volee], real_sandbox: Sandbox
+) -> Volee:
     # The person's own status line, in their own settings: it reads the same input.
     seen = real_sandbox.home / "own-status-input.json"
     settings = real_sandbox.home / ".claude" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     command = f"cat > {seen}; printf '{OWN_LINE}'"
     settings.write_text(json.dumps({"statusLine": {"type": "command", "command": command}}))
-    rig = Volee(real_sandbox.root / "vh", env)
-    rig.start()
-    yield rig
-    rig.close()
+    return start_volee(real_claude_env)
 
 
 def test_the_context_share_moves_as_the_conversation_grows(

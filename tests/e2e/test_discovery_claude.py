@@ -48,7 +48,7 @@ def daemon_env(
     )
     try:
         wait_until(
-            lambda: volee(env, "daemon", "status", check=False).returncode == 0, 15, "the daemon"
+            lambda: volee(env, "daemon", "status", check=False).returncode == 0, 45, "the daemon"
         )
         yield env
     finally:
@@ -316,3 +316,41 @@ def test_the_session_registry_watch_finds_a_terminal_session_and_its_end_by_itse
     finally:
         print(program.screen()[-2000:])
         program.close()
+
+
+def test_with_the_list_shown_the_watch_alone_finds_a_session_and_its_kill(
+    daemon_env: dict[str, str], real_sandbox: Sandbox, real_claude: Path
+) -> None:
+    """An interactive client subscribed (the tray's list shown) and the watches healthy: no
+    clock lists (the wait is the safety listing's), and still a terminal session shows, and
+    its end by kill -9 (its file left behind: only its pidfd tells), with no refresh."""
+    from volee_desktop.ipc.client import Client
+    from volee_desktop.paths import dirs
+
+    env = daemon_env
+    wait_until(lambda: discovery_status(env)["listings"] >= 1, 15, "the first listing")
+    with Client.connect(dirs(env).socket, timeout=10) as shown:
+        shown.request("subscribe.interactive", {"interactive": True})
+        status = discovery_status(env)
+        assert (status["interactive_clients"], status["cadence"]) == (1, "watch")
+        assert status["wait"] == 300.0  # the safety listing, not the seed's 2-10 s
+        program, session = start_claude(real_sandbox, env, real_claude)
+        try:
+
+            def found() -> dict[str, Any] | None:
+                return next((a for a in ls_quietly(env) if a["session_id"] == session), None)
+
+            agent = wait_until(found, 20, "the session found by the watch")
+            assert agent["location"] == "terminal"
+            program.kill()
+            program.proc.wait(timeout=15)
+
+            def stopped() -> bool:
+                return any(a["session_id"] == session and a["state"] == "stopped"
+                           for a in ls_quietly(env))  # fmt: skip
+
+            wait_until(stopped, 20, "its end, told by its pidfd")
+            assert discovery_status(env)["cadence"] == "watch"
+        finally:
+            print(program.screen()[-2000:])
+            program.close()

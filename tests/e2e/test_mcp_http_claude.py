@@ -1,11 +1,9 @@
 """The REAL Claude Code uses volee's MCP tools over HTTP: no relay process, and a daemon
-killed and started again serves its next call on the same port (daemon/mcphttp.py)."""
+killed and started again serves its next call on the same port (daemon/serving/mcphttp.py)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import psutil
 import pytest
@@ -19,12 +17,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.claude, pytest.mark.timeout(120)]
 
 
 @pytest.fixture
-def rig(real_claude: Path) -> Iterator[Rig]:
-    r = Rig()
-    r.env["VOLEE_CLAUDE_BIN"] = str(real_claude)
-    r.env.pop("CLAUDE_CONFIG_DIR", None)
-    yield r
-    r.close()
+def rig(claude_rig: Rig) -> Rig:
+    return claude_rig
 
 
 def posted(rig: Rig, name: str) -> list[str]:

@@ -8,8 +8,6 @@ is a plain command that reports through IPC; the human answers with ``volee miss
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,12 +23,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.claude, pytest.mark.timeout(120)]
 
 
 @pytest.fixture
-def rig(real_claude: Path) -> Iterator[Rig]:
-    r = Rig()
-    r.env["VOLEE_CLAUDE_BIN"] = str(real_claude)
-    r.env.pop("CLAUDE_CONFIG_DIR", None)  # the real one keeps its folder in the seeded HOME
-    yield r
-    r.close()
+def rig(claude_rig: Rig) -> Rig:
+    return claude_rig
 
 
 def show(rig: Rig, mission: str) -> dict[str, Any]:

@@ -143,6 +143,27 @@ def test_anthropic_rules_answer_tool_results_and_mcp() -> None:
     )
 
 
+def test_anthropic_rules_answer_a_message_typed_mid_turn_beside_the_tool_result() -> None:
+    # Claude Code 2.1.332 sends what the person typed while a tool ran in the same user
+    # message as the tool's result (seen: the missions e2e's present_report lost in CI).
+    result = {"type": "tool_result", "tool_use_id": "t", "content": "(Bash completed)"}
+    typed = {
+        "type": "text",
+        "text": "The user sent a new message while you were working:\n"
+        'MCP: mcp__volee__present_report {"body": "done"}\n\nAddress the message above.',
+    }
+    plain = {"type": "text", "text": "The user sent a new message while you were working:\nhi"}
+
+    answered = anthropic_reply({"messages": [{"role": "user", "content": [result, typed]}]})
+    chatted = anthropic_reply({"messages": [{"role": "user", "content": [result, plain]}]})
+
+    assert (answered.tool, answered.tool_input) == (
+        "mcp__volee__present_report",
+        {"body": "done"},
+    )
+    assert chatted.text == "Done: (Bash completed)"
+
+
 def test_openai_rules_shape_the_call_after_the_offered_tool() -> None:
     exec_tool = {
         "type": "function",

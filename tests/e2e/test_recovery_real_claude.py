@@ -10,8 +10,6 @@ stopped; the done one is stopped-interrupted and resumes with a later message.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,12 +23,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.claude, pytest.mark.timeout(90)]
 
 
 @pytest.fixture
-def rig(real_claude: Path) -> Iterator[Rig]:
-    r = Rig()
-    r.env["VOLEE_CLAUDE_BIN"] = str(real_claude)
-    r.env.pop("CLAUDE_CONFIG_DIR", None)  # the real one keeps its folder in the seeded HOME
-    yield r
-    r.close()
+def rig(claude_rig: Rig) -> Rig:
+    return claude_rig
 
 
 def conversation(server: FakeAnthropic, needle: str) -> str | None:

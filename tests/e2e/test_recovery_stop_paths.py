@@ -19,8 +19,8 @@ from tests.polling import wait_until
 from volee_desktop.core import events as ev
 from volee_desktop.core.ids import MISSION
 from volee_desktop.core.model import MissionKind, MissionStatus
+from volee_desktop.daemon.agents.sessions import FRESH_SESSION_NOTICE, TASK_AGAIN
 from volee_desktop.daemon.ids import fresh
-from volee_desktop.daemon.sessions import FRESH_SESSION_NOTICE, TASK_AGAIN
 from volee_desktop.hosts.records import HostRecord, host_alive
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]

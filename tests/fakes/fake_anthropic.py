@@ -19,8 +19,15 @@ wraps the prompt in ``<system-reminder>`` blocks:
 
 A ``--script`` file (JSON list) overrides the rules for the first requests, in order; each entry
 is ``{"text": ...}`` or ``{"tool": name, "input": {...}}``, optionally with ``"sleep": n`` or
-``"hold": true``. Every request is appended to the log as one JSON line
-``{"ts", "method", "path", "headers", "body"}``.
+``"hold": true``; ``{"status": 400, "text": ...}`` answers with that HTTP error. Every request
+is appended to the log as one JSON line ``{"ts", "method", "path", "headers", "body"}``.
+
+Limits, on demand (docs/limits.md): :meth:`FakeServer.refuse` (or ``POST /_control/refuse``
+with the :class:`Refusal` as JSON) makes every model request answer with that refusal until
+:meth:`FakeServer.lift` (``POST /_control/lift``): a plan's usage limit with the unified
+rate-limit headers a subscription account gets (:func:`usage_limit`), a plain 429 with
+``retry-after`` (:func:`rate_limited`), or 529 (:func:`overloaded`).  ``count`` refuses only
+that many requests, then lifts by itself.
 
 :mod:`fake_openai` reuses the server machinery here (:class:`FakeServer`, :class:`Reply`).
 """
@@ -71,6 +78,8 @@ class Reply:
     tool_input: JSON = field(default_factory=dict)
     sleep: float = 0.0
     hold: bool = False
+    #: An HTTP error status to answer with instead (``text`` is the error's message).
+    status: int = 200
 
     @classmethod
     def from_json(cls, entry: JSON) -> Reply:
@@ -86,7 +95,92 @@ class Reply:
             tool_input=tool_input,
             sleep=float(entry.get("sleep", 0.0)),
             hold=bool(entry.get("hold", False)),
+            status=int(entry.get("status", 200)),
         )
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An error answer to every model request while it stands: status, headers, JSON body."""
+
+    status: int = 429
+    headers: dict[str, str] = field(default_factory=dict)
+    body: JSON = field(default_factory=dict)
+    count: int | None = None  # refuse only this many requests (None: until lifted)
+
+    @classmethod
+    def from_json(cls, entry: JSON) -> Refusal:
+        """Build a refusal from a ``/_control/refuse`` body."""
+        if not isinstance(entry, dict) or not isinstance(entry.get("status", 429), int):
+            raise Error(f"refusal {entry!r}: give {{'status': 429, 'headers': {{...}}}}")
+        headers = entry.get("headers") or {}
+        body = entry.get("body") or error_body(int(entry.get("status", 429)))
+        count = entry.get("count")
+        return cls(
+            status=int(entry.get("status", 429)),
+            headers={str(k): str(v) for k, v in dict(headers).items()},
+            body=dict(body),
+            count=int(count) if count is not None else None,
+        )
+
+    def to_json(self) -> JSON:
+        return {
+            "status": self.status,
+            "headers": self.headers,
+            "body": self.body,
+            "count": self.count,
+        }
+
+
+def error_body(status: int, message: str | None = None) -> JSON:
+    """The Anthropic API's error document for ``status``."""
+    kind = {429: "rate_limit_error", 529: "overloaded_error"}.get(status, "api_error")
+    text = message or {429: "Rate limited", 529: "Overloaded"}.get(status, "Error")
+    return {"type": "error", "error": {"type": kind, "message": text}}
+
+
+#: What ``anthropic-ratelimit-unified-representative-claim`` names (read in Claude Code 2.1.332).
+CLAIMS = ("five_hour", "seven_day", "seven_day_opus", "seven_day_sonnet", "overage")
+
+
+def usage_limit(resets_at: float, claim: str = "five_hour", count: int | None = None) -> Refusal:
+    """A plan's usage limit as a subscription account meets it: 429 with the unified headers
+    (``status: rejected``, the claim that ran out and when it resets, as epoch seconds)."""
+    if claim not in CLAIMS:
+        raise Error(f"unknown claim {claim!r}; use one of {', '.join(CLAIMS)}")
+    reset = str(int(resets_at))
+    headers = {
+        "anthropic-ratelimit-unified-status": "rejected",
+        "anthropic-ratelimit-unified-reset": reset,
+        "anthropic-ratelimit-unified-representative-claim": claim,
+        "anthropic-ratelimit-unified-5h-status": "rejected" if claim == "five_hour" else "allowed",
+        "anthropic-ratelimit-unified-5h-reset": reset,
+        "anthropic-ratelimit-unified-5h-utilization": "1.0" if claim == "five_hour" else "0.5",
+        "anthropic-ratelimit-unified-7d-status": "rejected" if claim == "seven_day" else "allowed",
+        "anthropic-ratelimit-unified-7d-reset": reset
+        if claim == "seven_day"
+        else str(int(resets_at) + 5 * 86400),
+        "anthropic-ratelimit-unified-7d-utilization": "1.0" if claim == "seven_day" else "0.4",
+        "anthropic-ratelimit-unified-overage-status": "rejected",
+        "anthropic-ratelimit-unified-overage-disabled-reason": "org_level_disabled",
+        "anthropic-ratelimit-unified-fallback-percentage": "0.5",
+    }
+    return Refusal(429, headers, error_body(429, "Rate limited"), count)
+
+
+def rate_limited(retry_after: float, count: int | None = None) -> Refusal:
+    """A plain rate limit: 429 with ``retry-after`` (seconds) and no unified headers."""
+    headers = {
+        "retry-after": str(int(retry_after))
+        if retry_after == int(retry_after)
+        else str(retry_after)
+    }
+    return Refusal(429, headers, error_body(429, "Rate limited"), count)
+
+
+def overloaded(count: int | None = None) -> Refusal:
+    """The API overloaded: 529."""
+    return Refusal(529, {}, error_body(529), count)
 
 
 def load_script(path: Path) -> list[Reply]:
@@ -155,6 +249,8 @@ class FakeServer:
         self._lock = threading.Condition()
         self._requests: list[JSON] = []
         self._release_generation = 0
+        self._refusal: Refusal | None = None
+        self._refused = 0
         self._closing = False
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -239,7 +335,41 @@ class FakeServer:
             self._release_generation += 1
             self._lock.notify_all()
 
+    def refuse(self, refusal: Refusal) -> None:
+        """Answer every model request with ``refusal`` from now on (until :meth:`lift`)."""
+        with self._lock:
+            self._refusal = refusal
+            self._refused = 0
+
+    def lift(self) -> None:
+        """Answer model requests again."""
+        with self._lock:
+            self._refusal = None
+
+    def refused(self) -> int:
+        """How many requests the refusal standing (or the last one) answered."""
+        with self._lock:
+            return self._refused
+
     # -- used by the request handler -------------------------------------------------------
+
+    def refusal_for(self, path: str) -> Refusal | None:
+        """The refusal that answers a request to ``path`` now, if one stands (counted)."""
+        if not self.is_model_path(path):
+            return None
+        with self._lock:
+            refusal = self._refusal
+            if refusal is None:
+                return None
+            self._refused += 1
+            if refusal.count is not None and self._refused >= refusal.count:
+                self._refusal = None
+            self._lock.notify_all()
+            return refusal
+
+    def is_model_path(self, path: str) -> bool:
+        """Whether ``path`` is a model request (what a refusal answers). Overridden per API."""
+        return False
 
     def record(self, method: str, path: str, headers: dict[str, str], body: Any) -> JSON:
         """Log one request in memory and in the JSONL file."""
@@ -332,9 +462,13 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 return raw.decode("utf-8", "replace")
 
-        def _send_json(self, status: int, payload: JSON | None) -> None:
+        def _send_json(
+            self, status: int, payload: JSON | None, headers: dict[str, str] | None = None
+        ) -> None:
             data = b"" if payload is None else json.dumps(payload).encode()
             self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -357,7 +491,23 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 server.release()
                 self._send_json(200, {"released": True})
                 return
+            if path == "/_control/refuse":
+                try:
+                    server.refuse(Refusal.from_json(body if isinstance(body, dict) else {}))
+                except Error as exc:
+                    self._send_json(400, {"error": str(exc)})
+                    return
+                self._send_json(200, {"refusing": True})
+                return
+            if path == "/_control/lift":
+                server.lift()
+                self._send_json(200, {"refusing": False})
+                return
             server.record("POST", self.path, self._headers(), body)
+            refusal = server.refusal_for(path)
+            if refusal is not None:
+                self._send_json(refusal.status, refusal.body, refusal.headers)
+                return
             status, payload, reply = server.handle_post(
                 path, body if isinstance(body, dict) else {}
             )
@@ -438,8 +588,14 @@ def anthropic_reply(body: JSON) -> Reply:
     blocks = content if isinstance(content, list) else [content]
     results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
     if results:
-        return Reply(text=done_text(_block_text(results[-1])))
-    reply = rule_reply(_block_text(blocks))
+        # A message the person typed mid-turn rides beside the tool result ("The user sent a
+        # new message while you were working: ..."): its rules are answered, as a model would.
+        typed = rule_reply(_block_text([b for b in blocks if b not in results]))
+        if typed.tool is None:
+            return Reply(text=done_text(_block_text(results[-1])))
+        reply = typed
+    else:
+        reply = rule_reply(_block_text(blocks))
     if reply.tool is None:
         return reply
     offered = _tool_names(body)
@@ -534,6 +690,9 @@ def message_events(reply: Reply, model: str, tokens_in: int = 10) -> Iterator[by
 class FakeAnthropic(FakeServer):
     """The fake Anthropic Messages API (in-process)."""
 
+    def is_model_path(self, path: str) -> bool:
+        return path == "/v1/messages"
+
     def handle_post(self, path: str, body: JSON) -> tuple[int, JSON | Iterator[bytes], Reply]:
         if path == "/v1/messages/count_tokens":
             return 200, {"input_tokens": 10}, Reply()
@@ -541,6 +700,12 @@ class FakeAnthropic(FakeServer):
             error = {"type": "error", "error": {"type": "not_found_error", "message": path}}
             return 404, error, Reply()
         reply = self.next_scripted() or anthropic_reply(body)
+        if reply.status != 200:
+            error = {
+                "type": "error",
+                "error": {"type": "invalid_request_error", "message": reply.text},
+            }
+            return reply.status, error, reply
         model = str(body.get("model") or DEFAULT_MODEL)
         tokens = input_tokens(body)
         if body.get("stream"):

@@ -1,7 +1,8 @@
 """A small fake GitHub REST API on 127.0.0.1 (pull requests only) and an in-memory keyring.
 
 ``FakeGitHub(token).start()`` serves ``GET /repos/{o}/{r}/pulls?head=o:branch&state=all``,
-``POST /repos/{o}/{r}/pulls`` and ``PUT /repos/{o}/{r}/pulls/{n}/merge``; every request needs
+``POST /repos/{o}/{r}/pulls`` (422 for a branch with one open already; the head's commit
+from ``head_of``) and ``PUT /repos/{o}/{r}/pulls/{n}/merge``; every request needs
 ``Authorization: Bearer <token>`` (401 otherwise).  Tests add pull requests with
 ``open_pr`` and read ``requests``.  ``MemoryKeyring`` is a keyring backend to install with
 ``keyring.set_keyring(MemoryKeyring())``: nothing touches the real keyring.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -55,6 +57,8 @@ class FakeGitHub:
         self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        #: The commit a pushed branch is at (GitHub reads it from the pushed repository).
+        self.head_of: Callable[[str], str] = lambda _branch: ""
 
     @property
     def url(self) -> str:
@@ -62,8 +66,11 @@ class FakeGitHub:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def open_pr(self, owner: str, repo: str, branch: str, head: str) -> int:
-        """Open a pull request of ``branch`` at commit ``head``; its number."""
+    def open_pr(
+        self, owner: str, repo: str, branch: str, head: str, **fields: str
+    ) -> dict[str, Any]:
+        """Open a pull request of ``branch`` at commit ``head`` (``fields``: its title, base,
+        body as a client sent them); the pull request as GitHub answers it."""
         with self.lock:
             items = self.pulls.setdefault(f"{owner}/{repo}", [])
             number = len(items) + 1
@@ -74,9 +81,10 @@ class FakeGitHub:
                     "merged_at": None,
                     "html_url": f"https://github.com/{owner}/{repo}/pull/{number}",
                     "head": {"ref": branch, "sha": head, "label": f"{owner}:{branch}"},
+                    **fields,
                 }
             )
-            return number
+            return items[-1]
 
     def start(self) -> FakeGitHub:
         fake = self
@@ -104,6 +112,9 @@ class FakeGitHub:
                 url = urlparse(self.path)
                 fake.requests.append(("GET", url.path))
                 if not self._authorized():
+                    return
+                if url.path == "/user":  # who the token is (Settings' Test button)
+                    self._send(200, {"login": "volee-tester"})
                     return
                 match = _PULLS.match(url.path)
                 if not match:
@@ -133,8 +144,18 @@ class FakeGitHub:
                 if not match:
                     self._send(404, {"message": "Not Found"})
                     return
-                number = fake.open_pr(match[1], match[2], body["head"], body.get("sha", ""))
-                self._send(201, {"number": number})
+                head = fake.head_of(body["head"])
+                with fake.lock:
+                    taken = any(
+                        p["head"]["ref"] == body["head"] and p["state"] == "open"
+                        for p in fake.pulls.get(f"{match[1]}/{match[2]}", [])
+                    )
+                if taken:  # GitHub's answer to a second pull request of one branch
+                    said = f"A pull request already exists for {body['head']}."
+                    self._send(422, {"message": "Validation Failed", "errors": [{"message": said}]})
+                    return
+                fields = {k: body[k] for k in ("title", "base", "body") if k in body}
+                self._send(201, fake.open_pr(match[1], match[2], body["head"], head, **fields))
 
             def do_PUT(self) -> None:
                 url = urlparse(self.path)

@@ -28,6 +28,13 @@ event's fields, like Claude Code 2.x.  Behaviour by prompt:
 - ``/exit``      SessionEnd(reason prompt_input_exit), exit 0
 - other text     replies ``ok: <text>`` -> Stop
 
+With ``FAKE_HARNESS_LIMIT=FILE``, while FILE exists every prompt meets the plan's 5-hour limit
+as Claude Code 2.1.332 does against a 429 with the unified headers (tests/harness/samples/
+limits): it draws "✻ 5-hour limit reached · retrying in 1s (<FILE's text: the reset's clock
+time>) · attempt 1/2" and then, after ``FAKE_HARNESS_LIMIT_RETRY`` seconds (1.5),
+``StopFailure`` (``error: rate_limit``) instead of a reply.  With ``FAKE_HARNESS_PLAN`` it runs
+the status line of its ``--settings`` with the plan's use first (``report_plan``).
+
 SIGTERM/SIGHUP: SessionEnd(reason other), then it dies of that signal.  SIGWINCH prints
 ``WINCH rows=R cols=C``.  The transcript is ``$FAKE_HARNESS_HOME/<session>.jsonl``
 (user/assistant lines), also appended, like Claude Code, to
@@ -86,9 +93,13 @@ class Fake:
         os.makedirs(home, exist_ok=True)
         self.home = home
         self.hooks: dict[str, list[dict[str, object]]] = {}
+        self.status_line = ""
         if self.settings and not self.no_hooks:
             with open(self.settings, encoding="utf-8") as f:
-                self.hooks = json.load(f).get("hooks", {})
+                document = json.load(f)
+            self.hooks = document.get("hooks", {})
+            line = document.get("statusLine")
+            self.status_line = str(line.get("command", "")) if isinstance(line, dict) else ""
         self.prompt_id = ""
         self.last_uuid: str | None = None
         self.count = 0
@@ -106,6 +117,8 @@ class Fake:
                 self.settings = next(it)
             elif arg == "--permission-mode":
                 self.permission_mode = next(it)
+            elif arg == "--model":
+                next(it)  # as Claude Code takes it; the fake model server answers any
             elif arg == "--mcp-config":
                 self.mcp_config = next(it)
             elif arg == "--no-hooks":
@@ -346,6 +359,11 @@ class Fake:
             while True:
                 time.sleep(3600)
         self.log("user", text)
+        self.report_plan()
+        limit = os.environ.get("FAKE_HARNESS_LIMIT")
+        if limit and os.path.exists(limit):
+            self.limited(limit)
+            return None
         if stripped == "SIZE":
             reply = "SIZE {} {}".format(*self._size())
         elif stripped.startswith("RUN: "):
@@ -371,6 +389,56 @@ class Fake:
             session_crons=[],
         )
         return None
+
+    def report_plan(self) -> None:
+        """With ``FAKE_HARNESS_PLAN=P5,P7,RESET`` (per cents used of the 5-hour and weekly
+        windows, the 5-hour reset in epoch seconds; or a file holding them), run the status
+        line with the ``rate_limits`` a claude.ai login's Claude Code 2.1.332 gives it."""
+        plan = os.environ.get("FAKE_HARNESS_PLAN")
+        if plan and os.path.isfile(plan):  # or a file that holds them
+            with open(plan, encoding="utf-8") as f:
+                plan = f.read().strip()
+        if not plan or not self.status_line:
+            return
+        five, seven, resets = (float(x) for x in plan.split(","))
+        payload = {
+            "session_id": self.session_id,
+            "cwd": self.cwd,
+            "context_window": {"used_percentage": 12, "context_window_size": 200000},
+            "rate_limits": {
+                "five_hour": {"used_percentage": five, "resets_at": resets},
+                "seven_day": {"used_percentage": seven, "resets_at": resets + 3 * 86400},
+            },
+        }
+        import subprocess
+
+        subprocess.run(
+            self.status_line,
+            shell=True,
+            input=json.dumps(payload).encode(),
+            cwd=self.cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=30,
+            check=False,
+        )
+
+    def limited(self, path: str) -> None:
+        """The turn meets the plan's limit: a retry line, then ``StopFailure``."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                clock = f.read().strip()
+        except OSError:
+            clock = ""
+        when = f" ({clock})" if clock else ""
+        _out(f"✻ 5-hour limit reached · retrying in 1s{when} · attempt 1/2\n")
+        time.sleep(float(os.environ.get("FAKE_HARNESS_LIMIT_RETRY", "1.5")))
+        _out("  ⎿  API Error: Request rejected (429) · Rate limited\n")
+        self.hook(
+            "StopFailure",
+            error="rate_limit",
+            last_assistant_message="API Error: Request rejected (429) · Rate limited",
+        )
 
     def run_tool(self, command: str) -> str:
         import subprocess

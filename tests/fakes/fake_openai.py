@@ -195,11 +195,17 @@ def response_events(reply: Reply, model: str) -> Iterator[bytes]:
 class FakeOpenAI(FakeServer):
     """The fake OpenAI Responses API (in-process)."""
 
+    def is_model_path(self, path: str) -> bool:
+        return path in ("/v1/responses", "/v1/chat/completions")
+
     def handle_post(self, path: str, body: JSON) -> tuple[int, JSON | Iterator[bytes], Reply]:
         if path != "/v1/responses":
             error = {"error": {"type": "invalid_request_error", "message": f"no route {path}"}}
             return 404, error, Reply()
         reply = self.next_scripted() or openai_reply(body)
+        if reply.status != 200:
+            error = {"error": {"type": "invalid_request_error", "message": reply.text}}
+            return reply.status, error, reply
         model = str(body.get("model") or "fake-model")
         if body.get("stream", True):
             return 200, response_events(reply, model), reply

@@ -87,7 +87,7 @@ def test_a_stand_in_session_keeps_its_id_when_the_clock_jumps(
 
     import psutil
 
-    from volee_desktop.daemon import listers
+    from volee_desktop.daemon.discovery import listers
 
     project = tmp_path / "p"
     project.mkdir()
@@ -125,7 +125,8 @@ def test_a_stand_in_session_keeps_its_id_when_the_clock_jumps(
 async def test_the_daemon_adopts_its_live_hosts_after_a_clock_step(
     monkeypatch: pytest.MonkeyPatch, seconds: float
 ) -> None:
-    from tests.faults.test_host_records import _events, _kill, _launch_real_host, _working_agent
+    from tests.faults.test_host_records import _events, _launch_real_host, _working_agent
+    from tests.leftovers import end_host
     from volee_desktop.core import events as ev
     from volee_desktop.daemon.main import Daemon
     from volee_desktop.paths import dirs
@@ -143,4 +144,4 @@ async def test_the_daemon_adopts_its_live_hosts_after_a_clock_step(
         finally:
             await d.close()
     finally:
-        _kill(record)
+        end_host(record.agent, record.program_pid, record.host_pid)

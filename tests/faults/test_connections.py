@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.polling import until
 from volee_desktop.daemon.main import Daemon
 from volee_desktop.ipc import server as ipc_server
 from volee_desktop.paths import dirs
@@ -74,17 +75,16 @@ async def test_past_the_connection_cap_the_daemon_says_so_and_serves_the_rest(
         assert "result" in await _status(opened[0])
         opened.pop()[1].close()
 
-        async def served() -> dict[str, Any]:
-            while True:
-                conn = await _open(daemon)
-                reply = await _status(conn)
-                if "result" in reply:
-                    opened.append(conn)
-                    return reply
-                conn[1].close()
-                await asyncio.sleep(0.02)
+        async def served() -> dict[str, Any] | None:
+            conn = await _open(daemon)
+            reply = await _status(conn)
+            if "result" in reply:
+                opened.append(conn)
+                return reply
+            conn[1].close()
+            return None
 
-        assert "result" in await asyncio.wait_for(served(), 10)
+        assert "result" in await until(served, what="the freed slot taken again", timeout=10)
     finally:
         for _, writer in opened:
             writer.close()

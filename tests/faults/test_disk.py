@@ -7,18 +7,23 @@ import errno
 import io
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.daemon.helpers import registered
+from tests.fakes.clock import FakeClock
+from tests.polling import until
 from volee_desktop.cli import hookshim
-from volee_desktop.daemon.errors import NotWritten
+from volee_desktop.daemon import main as daemon_main
+from volee_desktop.daemon.errors import Broken, NotWritten
 from volee_desktop.daemon.main import Daemon
 from volee_desktop.paths import dirs
 from volee_desktop.store import REPAIR_COMMAND, CorruptLog, EventLog, repair
@@ -70,6 +75,43 @@ def test_a_deleted_wal_is_seen_and_nothing_acknowledged_is_lost(tmp_path: Path) 
         assert len(acked) >= 5
     finally:
         log.close()
+
+
+async def test_a_wal_deleted_while_the_daemon_is_idle_is_seen_and_nothing_acknowledged_is_lost(
+    tmp_path: Path,
+) -> None:
+    # Issue 22, item 6: before, only the next commit looked; an idle daemon kept every event
+    # since the last checkpoint in a -wal no one could open again after a crash.
+    clock = FakeClock(start=time.time())
+    d = await Daemon.start(dirs(), clock=clock)
+    try:
+        acked = [registered(f"a{n}", at=float(n)) for n in range(5)]
+        for event in acked:
+            await d.service.commit([event])
+        os.unlink(f"{d.dirs.events_db}-wal")
+        await _tick_spool_loop(clock)
+        await until(lambda: d.service.broken is not None, what="the daemon stopped writing")
+        broken = d.service.broken or ""
+        assert "-wal file was deleted" in broken
+        assert "Restart the daemon" in broken
+        with pytest.raises(Broken, match="-wal file was deleted"):
+            await d.service.commit([registered("after")])
+        # What a crash now would leave: the main file alone holds every acknowledged event.
+        alone = tmp_path / "copy.db"
+        shutil.copyfile(d.dirs.events_db, alone)
+        copy = EventLog.open(alone)
+        try:
+            assert sum(1 for _ in copy.read()) == len(acked)
+        finally:
+            copy.close()
+    finally:
+        await d.close()
+
+
+async def _tick_spool_loop(clock: FakeClock) -> None:
+    """Move the fake clock past the spool loop's wait (the loop the -wal look rides on)."""
+    await until(lambda: bool(clock.sleeping()), what="the spool loop waits on the clock")
+    clock.advance(daemon_main.SPOOL_EVERY)
 
 
 # --- a full disk ---------------------------------------------------------------------------

@@ -16,10 +16,12 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.helpers import registered
+from tests.leftovers import end_host
 from volee_desktop.core import events as ev
 from volee_desktop.core.states import AgentState
+from volee_desktop.daemon.agents.timeline import describe
 from volee_desktop.daemon.main import Daemon
-from volee_desktop.daemon.timeline import describe
+from volee_desktop.daemon.params import NoParameters
 from volee_desktop.hosts import recordio
 from volee_desktop.hosts.launcher import launch_host
 from volee_desktop.hosts.records import HostRecord, write_record_atomic
@@ -96,7 +98,7 @@ async def test_a_record_pointing_at_an_unrelated_process_is_not_adopted(
         assert view.state is AgentState.STOPPED
         assert view.pid is None
         assert "host record was suspect" in view.detail
-        assert agent in (await d.api_status(None, {}))["suspect_hosts"]  # type: ignore[arg-type]
+        assert agent in (await d.own.api_status(None, NoParameters()))["suspect_hosts"]  # type: ignore[arg-type]
         assert not path.exists()  # set aside, so a new start is not blocked by it
         assert Path(suspect.set_aside).exists()
         # `volee stop` is plain: nothing to talk to, nothing internal.
@@ -148,15 +150,6 @@ def _launch_real_host(agent: str) -> HostRecord:
     )
 
 
-def _kill(record: HostRecord) -> None:
-    for pid in (record.program_pid, record.host_pid):
-        if pid is not None:
-            try:
-                os.kill(pid, 9)
-            except OSError:
-                pass
-
-
 async def test_a_tampered_socket_field_is_never_talked_to(tmp_path: Path) -> None:
     agent = await _working_agent("tampered", 1)
     record = _launch_real_host(agent)
@@ -177,7 +170,7 @@ async def test_a_tampered_socket_field_is_never_talked_to(tmp_path: Path) -> Non
             await d.close()
     finally:
         planted.close()
-        _kill(record)
+        end_host(record.agent, record.program_pid, record.host_pid)
 
 
 async def test_the_host_of_another_agent_is_not_adopted_for_this_one() -> None:
@@ -199,7 +192,7 @@ async def test_the_host_of_another_agent_is_not_adopted_for_this_one() -> None:
         finally:
             await d.close()
     finally:
-        _kill(record)
+        end_host(record.agent, record.program_pid, record.host_pid)
 
 
 async def test_a_genuine_host_is_adopted(tmp_path: Path) -> None:
@@ -214,4 +207,4 @@ async def test_a_genuine_host_is_adopted(tmp_path: Path) -> None:
         finally:
             await d.close()
     finally:
-        _kill(record)
+        end_host(record.agent, record.program_pid, record.host_pid)

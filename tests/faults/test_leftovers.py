@@ -50,7 +50,10 @@ def test_a_host_is_found_by_the_home_in_its_command_line(tmp_path: Path) -> None
 
 
 @pytest.mark.slow
-def test_a_run_that_leaves_a_process_fails_naming_the_test() -> None:
+# In one process, and on an xdist worker as scripts/dev test runs it (the worker's leak check
+# hands its finding to the controller).
+@pytest.mark.parametrize("workers", [[], ["-n", "1"]], ids=["one-process", "xdist"])
+def test_a_run_that_leaves_a_process_fails_naming_the_test(workers: list[str]) -> None:
     done = subprocess.run(
         [
             sys.executable,
@@ -59,6 +62,7 @@ def test_a_run_that_leaves_a_process_fails_naming_the_test() -> None:
             "-q",
             "-p",
             "no:cacheprovider",
+            *workers,
             str(ROOT / "tests" / "faults" / "leaky_sample.py"),
         ],
         cwd=ROOT,

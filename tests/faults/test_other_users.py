@@ -14,16 +14,17 @@ import pwd
 import shutil
 import socket
 import stat
-import struct
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.daemon.helpers import agent_id, registered
+from tests.fakes.sockets import FakeSock
 from tests.faults.conftest import Rig
 from volee_desktop.cli import hookshim
 from volee_desktop.daemon.main import Daemon
@@ -95,6 +96,94 @@ def planted(tmp_path: Path) -> Iterator[Planted]:
     p.close()
 
 
+# Where a planted socket listens, and the words every client refuses it with.
+SITUATIONS = {
+    "another user's folder": "not a private folder of yours",
+    "another user's socket in my folder": "not a socket of yours",
+    "my world-writable folder": "not a private folder of yours",
+    "my group-writable folder": "not a private folder of yours",
+}
+
+
+@pytest.fixture(params=list(SITUATIONS))
+def untrusted(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Planted, str]]:
+    """A socket someone listens on where no client of volee may send to it."""
+    situation: str = request.param
+    folder = tmp_path / "run"
+    folder.mkdir(mode=0o700)
+    p = Planted(folder / "volee.sock")
+    try:
+        if situation.startswith("another user's"):
+            uid = _nobody()
+            os.chown(p.path, uid, uid)
+            if situation == "another user's folder":
+                os.chown(folder, uid, uid)
+        else:
+            os.chmod(folder, 0o777 if "world" in situation else 0o770)
+        yield p, SITUATIONS[situation]
+    finally:
+        p.close()
+
+
+def _run_file(path: str, args: list[str], stdin: bytes, env: dict[str, str]) -> Any:
+    """An entry point run as agents run it: the file, ``-I -S``."""
+    return subprocess.run(
+        [sys.executable, "-I", "-S", path, *args],
+        input=stdin,
+        capture_output=True,
+        timeout=30,
+        env=env,
+        check=False,
+    )
+
+
+def test_the_hook_shim_refuses_an_untrusted_socket(
+    untrusted: tuple[Planted, str], tmp_path: Path
+) -> None:
+    planted, _said = untrusted
+    spool = tmp_path / "spool"
+    secret = json.dumps({"session_id": "s", "prompt": "the secret plan"}).encode()
+    env = {"VOLEE_SOCKET": str(planted.path), "VOLEE_SPOOL": str(spool)}
+    done = _run_file(hookshim.__file__, ["UserPromptSubmit"], secret, env)
+    assert done.returncode == 0, done.stderr
+    assert planted.accepted == 0
+    (kept,) = spool.glob("*.json")  # kept for our own daemon instead
+    assert "the secret plan" in kept.read_text()
+
+
+def test_the_mcp_relay_refuses_an_untrusted_socket(untrusted: tuple[Planted, str]) -> None:
+    from volee_desktop.mcp import relay
+
+    planted, said = untrusted
+    env = {"VOLEE_SOCKET": str(planted.path), "VOLEE_AGENT": "ag_x"}
+    request = b'{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}\n'
+    done = _run_file(relay.__file__, [], request, env)
+    assert done.returncode == 0, done.stderr
+    (answer,) = [json.loads(line) for line in done.stdout.splitlines()]
+    assert answer["id"] == 7
+    assert said in answer["error"]["message"]
+    assert planted.accepted == 0
+
+
+def test_the_bridge_refuses_an_untrusted_socket(untrusted: tuple[Planted, str]) -> None:
+    from volee_desktop.cli import bridge
+
+    planted, said = untrusted
+    done = _run_file(bridge.__file__, [], b"", {"VOLEE_SOCKET": str(planted.path)})
+    assert done.returncode == bridge.NOT_RUNNING
+    assert said in done.stderr.decode()
+    assert planted.accepted == 0
+
+
+def test_the_client_refuses_an_untrusted_socket(untrusted: tuple[Planted, str]) -> None:
+    planted, said = untrusted
+    with pytest.raises(UntrustedSocket) as caught:
+        Client.connect(planted.path, timeout=2.0)
+    assert said in str(caught.value)
+    assert caught.value.code == "refused"
+    assert planted.accepted == 0
+
+
 def test_a_client_refuses_a_socket_in_another_users_folder(planted: Planted) -> None:
     with pytest.raises(UntrustedSocket) as caught:
         Client.connect(planted.path, timeout=2.0)
@@ -111,23 +200,12 @@ def test_a_client_refuses_another_users_socket_in_its_own_folder(planted: Plante
     assert planted.accepted == 0
 
 
-class _FakeSock:
-    def __init__(self, uid: int) -> None:
-        self.uid = uid
-
-    def getsockopt(self, level: int, optname: int, buflen: int, /) -> bytes:
-        return struct.pack("3i", 4242, self.uid, self.uid)
-
-    def fileno(self) -> int:
-        return -1
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_PEERCRED is Linux's")
 def test_a_client_refuses_a_peer_of_another_uid() -> None:
     with pytest.raises(UntrustedSocket) as caught:
-        check_server_peer(_FakeSock(os.geteuid() + 1), Path("/x/volee.sock"))
+        check_server_peer(FakeSock(os.geteuid() + 1), Path("/x/volee.sock"))
     assert f"served by uid {os.geteuid() + 1}" in str(caught.value)
-    check_server_peer(_FakeSock(os.geteuid()), Path("/x/volee.sock"))  # ours: fine
+    check_server_peer(FakeSock(os.geteuid()), Path("/x/volee.sock"))  # ours: fine
 
 
 def test_a_hook_never_sends_the_prompt_to_a_planted_socket(
@@ -238,7 +316,7 @@ def test_the_mcp_relay_never_opens_a_session_on_a_planted_socket(planted: Plante
 
 @pytest.mark.slow
 async def test_an_agents_files_are_0600_in_0700_folders(fake_claude: Path) -> None:
-    from volee_desktop.daemon.agents import allowed_env
+    from volee_desktop.daemon.agents.runner import allowed_env
     from volee_desktop.ipc.aclient import AsyncClient
 
     old = os.umask(0o022)

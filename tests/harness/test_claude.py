@@ -439,3 +439,23 @@ def test_a_new_prompt_clears_the_last_turns_activity() -> None:
     done = agent(state=AgentState.DONE, sessions=(payload["session_id"],))
     a = replace(done, activity="Bash: ls")
     assert activities(hook_events(a, "UserPromptSubmit", payload, AT)) == [""]
+
+
+def test_the_plans_use_from_the_status_line_is_plan_used_only_when_it_changed() -> None:
+    from volee_desktop.core.model import PlanUse
+
+    plan = {"five_hour": {"used": 0.72, "resets_at": AT + 3600}, "seven_day": {"used": 0.31}}
+    payload = {"session_id": "s", "context": 0.1, "plan": plan}
+    a = agent(sessions=("s",))
+    out = hook_events(a, "StatusLine", payload, AT)
+    [used] = [e for e in out if isinstance(e, ev.PlanUsed)]
+    assert (used.five_hour, used.five_hour_resets_at) == (0.72, AT + 3600)
+    assert (used.seven_day, used.seven_day_resets_at) == (0.31, None)
+    held = PlanUse(at=AT, five_hour=0.72, five_hour_resets_at=AT + 3600, seven_day=0.31)
+    same = replace(a, plan=held, context_share=0.1)
+    assert hook_events(same, "StatusLine", payload, AT) == []
+    # Nothing reported (an API key), or nothing readable: no plan-used.
+    bad = {"five_hour": {"used": 7}, "seven_day": "x"}
+    for plan_payload in (None, bad):
+        out = hook_events(same, "StatusLine", {**payload, "plan": plan_payload}, AT)
+        assert not [e for e in out if isinstance(e, ev.PlanUsed)]

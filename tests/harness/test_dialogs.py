@@ -9,15 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from volee_desktop.core.answer import Answer
 from volee_desktop.core.model import Request
 from volee_desktop.core.requests import permission_request, question_request
-from volee_desktop.harness.dialogs import ESC, Decision, Keys, find_dialog, keys_for
+from volee_desktop.harness.dialogs import ESC, Keys, find_dialog, keys_for
 
 SCREENS = Path(__file__).resolve().parent / "samples" / "screens"
 AT = 1_796_000_000.0
-ALLOW = Decision("allow")
-ALWAYS = Decision("allow", always=True)
-DENY = Decision("deny", reason="not now")
+ALLOW = Answer.allow()
+ALWAYS = Answer.allow(always=True)
+DENY = Answer.deny("not now")
 
 
 def screen(name: str) -> list[str]:
@@ -65,7 +66,7 @@ def test_claude_allow_always_and_deny_keys() -> None:
 
 
 @pytest.mark.parametrize("decision", [ALLOW, ALWAYS, DENY])
-def test_a_dialog_for_another_command_is_refused(decision: Decision) -> None:
+def test_a_dialog_for_another_command_is_refused(decision: Answer) -> None:
     other = bash("rm -rf /home/dev/proj")
     refusal = keys_for(CLAUDE, other, decision)
     assert refusal == "the dialog on screen asks 'Do you want to proceed?' about something else"
@@ -108,31 +109,29 @@ def test_a_question_is_answered_by_option_or_reply_on_its_own_screen() -> None:
 
     assert dialog is not None
     assert [o.label for o in dialog.options][:3] == ["Postgres", "SQLite", "Type something."]
-    assert keys_for(QUESTION, request, Decision("option", option=2)) == Keys(b"2")
-    assert keys_for(QUESTION, request, Decision("reply", text="MySQL")) == Keys(
+    assert keys_for(QUESTION, request, Answer.pick(2)) == Keys(b"2")
+    assert keys_for(QUESTION, request, Answer.reply("MySQL")) == Keys(
         b"3", text="MySQL", enter=True
     )
-    assert keys_for(QUESTION, request, Decision("option", option=5)) == (
+    assert keys_for(QUESTION, request, Answer.pick(5)) == (
         "there is no option 5: the options are 1 to 2"
     )
     assert keys_for(QUESTION, request, ALLOW) == (
         "answer the question with an option number or a reply"
     )
     other = question_request("ag_1", AT, {"questions": [{"question": "Which cache?"}]})
-    assert isinstance(keys_for(QUESTION, other, Decision("option", option=1)), str)
+    assert isinstance(keys_for(QUESTION, other, Answer.pick(1)), str)
     # Options in another order than the request's: refused, never the wrong pick.
     swapped = question_request(
         "ag_1",
         AT,
         {"questions": [{**ASK["questions"][0], "options": [{"label": "SQLite"}]}]},
     )
-    assert keys_for(QUESTION, swapped, Decision("option", option=1)) == (
-        "option 1 on screen is not 'SQLite'"
-    )
+    assert keys_for(QUESTION, swapped, Answer.pick(1)) == ("option 1 on screen is not 'SQLite'")
 
 
 def test_a_permission_is_not_answered_with_an_option() -> None:
-    refusal = keys_for(CLAUDE, bash("touch asked.txt"), Decision("option", option=1))
+    refusal = keys_for(CLAUDE, bash("touch asked.txt"), Answer.pick(1))
     assert refusal == "it asks a permission (Bash: touch asked.txt): allow or deny it"
 
 

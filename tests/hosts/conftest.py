@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -15,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from tests.leftovers import end_host
 from tests.polling import wait_until
 from volee_desktop.hosts.launcher import HostClient, HostStream, launch_host
-from volee_desktop.hosts.records import HostRecord, host_alive, program_alive, read_record
+from volee_desktop.hosts.records import HostRecord, read_record
 
 FAKE_HARNESS = Path(__file__).resolve().parents[1] / "fakes" / "fake_harness.py"
 HOOK_EVENTS = (
@@ -131,17 +131,6 @@ class Rig:
         return found
 
 
-def _kill(record: HostRecord) -> None:
-    """Kill what a test left running, checking start times so a reused pid is spared."""
-    try:
-        if record.program_pid is not None and program_alive(record):
-            os.killpg(record.program_pid, signal.SIGKILL)
-        if host_alive(record):
-            os.kill(record.host_pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 @pytest.fixture
 def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
     """A rig in a short /tmp folder (socket paths are limited); kills its hosts afterwards."""
@@ -152,5 +141,5 @@ def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
     for stream in the_rig.streams:
         stream.close()
     for record in the_rig.launched:
-        _kill(record)
+        end_host(record.agent, record.program_pid, record.host_pid)
     shutil.rmtree(root, ignore_errors=True)

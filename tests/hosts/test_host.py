@@ -308,6 +308,26 @@ def test_a_signal_that_is_none_is_a_bad_request_not_a_host_crash(rig: Rig) -> No
     assert client.signal(signal.SIGWINCH)
 
 
+def test_a_number_that_is_none_is_a_bad_request_saying_so(rig: Rig) -> None:
+    rig.launch_fake(linger=5)
+    client = rig.client()
+
+    for op, params in (
+        ("resize", {"rows": [24], "cols": 80}),
+        ("resize", {"rows": 24, "cols": None}),
+        ("screen", {"lines": {"n": 5}}),
+        ("stop", {"grace": [1]}),
+        ("signal", {"signal": None}),
+    ):
+        (key, value), *_ = ((k, v) for k, v in params.items() if not isinstance(v, int))
+        said = f"bad {op} request: {key!r} must be a number, not {type(value).__name__}"
+        with pytest.raises(HostError, match=re.escape(said)):
+            client.request(op, **params)
+
+    assert client.status().running
+    assert client.request("screen", lines="3")["ok"]  # a numeral, as int() reads it
+
+
 def test_missing_binary_is_a_clear_error(rig: Rig) -> None:
     with pytest.raises(HostError, match=r"cannot start 'no-such-agent-bin': not found on PATH"):
         rig.launch(["no-such-agent-bin", "--x"])

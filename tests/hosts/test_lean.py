@@ -39,13 +39,14 @@ HOST_MODULES = {
     "volee_desktop.hosts",
     "volee_desktop.hosts.errors",  # the root of FrameError: class statements only
     "volee_desktop.hosts.host",
-    "volee_desktop.hosts.leanjson",
+    "volee_desktop.lean",
     "volee_desktop.hosts.main",
     "volee_desktop.hosts.poller",
     "volee_desktop.hosts.recordio",
     "volee_desktop.hosts.requests",
     "volee_desktop.hosts.ring",
     "volee_desktop.hosts.spawn",
+    "volee_desktop.hosts.tree",
     "volee_desktop.hosts.wire",
 }
 

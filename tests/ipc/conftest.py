@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ipc_fakes import Raw, TestMethods
 
+from tests.fakes.ipc_methods import Raw, TestMethods
 from volee_desktop.ipc.server import IpcServer
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ipc_fakes import TestMethods
 
+from tests.fakes.ipc_methods import TestMethods
 from volee_desktop.ipc import Client as LazyClient
 from volee_desktop.ipc.aclient import AsyncClient
 from volee_desktop.ipc.client import Client

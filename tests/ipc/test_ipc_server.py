@@ -11,8 +11,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from ipc_fakes import Raw, TestMethods, wait_until
 
+from tests.fakes.ipc_methods import Raw, TestMethods
+from tests.polling import until
 from volee_desktop.ipc.aclient import AsyncClient
 from volee_desktop.ipc.protocol import MAX_MESSAGE
 from volee_desktop.ipc.server import IpcServer
@@ -279,7 +280,7 @@ async def test_a_client_that_stops_reading_is_disconnected(
         assert conn.closed.is_set()
         assert methods.flood_pushed > limit
         assert max(methods.flood_sizes) <= limit
-        await wait_until(lambda: not server.connections)
+        await until(lambda: not server.connections, what="the connections closed", timeout=5)
         assert any("not reading" in r.getMessage() for r in caplog.records)
         # The server serves others as before.
         async with await AsyncClient.connect(sock_path) as client:
@@ -396,7 +397,7 @@ async def test_close_lets_a_request_in_flight_finish_and_refuses_new_ones(
         await busy.send_json({"v": 1, "id": 7, "method": "hold", "params": {}})
         await asyncio.wait_for(methods.hold_started.wait(), 5)
         closing = asyncio.ensure_future(server.close())
-        await wait_until(lambda: sock_path.exists() is False)
+        await until(lambda: not sock_path.exists(), what="the socket removed", timeout=5)
         # A request that arrives while the server stops gets a clear answer, not a dead socket.
         refused = await other.call("ping", request_id=8)
         assert refused["error"]["code"] == "unavailable"

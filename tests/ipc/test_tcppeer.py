@@ -13,7 +13,7 @@ import pytest
 
 from volee_desktop.ipc import tcppeer
 from volee_desktop.ipc.tcppeer import Socket, find_socket, holder
-from volee_desktop.ipc.transport import PeerCredentials
+from volee_desktop.ipc.transport import PeerCredentials, peer_alive, release
 
 pytestmark = pytest.mark.skipif(not tcppeer.supported(), reason="Linux /proc only")
 
@@ -171,6 +171,11 @@ def test_the_peer_of_a_real_connection_is_the_process_holding_it(
         with conn:
             for likely in ([], [child.pid], [os.getpid(), child.pid]):
                 peer = tcppeer.peer_of(conn, likely)
+                assert peer is not None
+                # Pinned with a pidfd while the daemon identifies it (issue 22).
+                assert peer.pidfd is not None
+                assert peer_alive(peer) is True
+                peer = release(peer)
                 assert peer == PeerCredentials(os.geteuid(), child.pid, None), likely
     finally:
         assert child.stdin is not None
@@ -188,8 +193,36 @@ def test_a_connection_of_this_process_is_its_own_and_a_closed_one_is_nobodys(
     with conn:
         own = tcppeer.peer_of(conn)
         assert own is not None
-        assert own.pid == os.getpid()
+        assert release(own).pid == os.getpid()
         client.close()
         # Gone from the table once both ends closed; until then it may linger (FIN_WAIT).
         peer = tcppeer.peer_of(conn)
-        assert peer is None or peer.pid in (None, os.getpid())
+        assert peer is None or release(peer).pid in (None, os.getpid())
+
+
+def test_a_holder_that_lets_go_of_the_socket_after_its_pin_is_nobody(
+    listener: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The holder ended and its pid went to another process between the scan and the pin:
+    # the pinned process does not hold the socket, so no pid is given, and the pidfd closed.
+    client = socket.create_connection(listener.getsockname())
+    conn, _ = listener.accept()
+    pinned: list[int] = []
+    real_pin = tcppeer._pin
+
+    def pin(pid: int) -> int | None:
+        fd = real_pin(pid)
+        assert fd is not None
+        pinned.append(fd)
+        return fd
+
+    monkeypatch.setattr(tcppeer, "holder", lambda inode, likely, proc=tcppeer.PROC: os.getpid())
+    monkeypatch.setattr(tcppeer, "holds", lambda pid, inode, proc=tcppeer.PROC: False)
+    monkeypatch.setattr(tcppeer, "_pin", pin)
+    with conn, client:
+        peer = tcppeer.peer_of(conn)
+    assert peer == PeerCredentials(os.geteuid(), None, None)
+    assert peer.pidfd is None
+    (fd,) = pinned
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed

@@ -1,6 +1,6 @@
 """The MCP relay (``mcp/relay.py``) as agents run it (``-I -S``), through the real MCP client.
 
-The daemon serves every agent's MCP session (``daemon/mcphub.py``); the relay only moves
+The daemon serves every agent's MCP session (``daemon/serving/mcphub.py``); the relay only moves
 lines, replays the handshake when the daemon comes back, and answers what a lost
 connection left unanswered.
 """

@@ -16,7 +16,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.daemon.gitrepos import make_repo
 from tests.daemon.helpers import close_stopping_agents
-from tests.daemon.test_missions import call, until
+from tests.daemon.test_missions import call
+from tests.polling import until
 from volee_desktop.core.model import MissionStatus
 from volee_desktop.core.states import AgentState
 from volee_desktop.daemon.main import Daemon
@@ -101,12 +102,20 @@ async def test_the_tools_drive_an_analysis_mission_end_to_end(root: Path, daemon
         said = await tool_error(coord, "present_report", body="too early")
         assert "reporting" in said
 
-    await until(lambda: registry.agents[worker].state is AgentState.DONE, "the worker's turn")
+    await until(
+        lambda: registry.agents[worker].state is AgentState.DONE,
+        what="the worker's turn",
+        timeout=20,
+    )
     async with session_as(worker) as me:
         with_reason = await tool_error(me, "spawn_worker", task="more")
         assert "only the coordinator" in with_reason
         await tool(me, "report", body="two issues in notes")
-    await until(lambda: registry.missions[mission].status is MissionStatus.REPORTING, "reporting")
+    await until(
+        lambda: registry.missions[mission].status is MissionStatus.REPORTING,
+        what="reporting",
+        timeout=20,
+    )
 
     async with session_as(coordinator) as coord:
         workers = await tool(coord, "list_workers")

@@ -11,11 +11,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> int:
-    from ui.fake_daemon import FakeDaemon
+    from tests.fakes.fake_daemon import FakeDaemon
     from volee_desktop.app.main import run_app
     from volee_desktop.paths import dirs
 

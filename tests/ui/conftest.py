@@ -17,7 +17,7 @@ import pytest
 if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
-from .fakes import FakeDaemonLink, World
+from tests.fakes.app_link import FakeDaemonLink, World
 
 
 @pytest.fixture(autouse=True)
@@ -139,3 +139,18 @@ def controller(
     yield ctl
     ctl.tasks.cancel_all()
     ctl.close()
+
+
+@pytest.fixture(autouse=True)
+def memory_keyring() -> Iterator[Any]:
+    """An in-memory keyring for every UI test: Settings reads the GitHub token from it, and
+    no test touches the real one."""
+    import keyring
+    from keyring.backends import fail
+
+    from tests.fakes.fake_github import MemoryKeyring
+
+    store = MemoryKeyring()
+    keyring.set_keyring(store)
+    yield store
+    keyring.set_keyring(fail.Keyring())

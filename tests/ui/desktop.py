@@ -137,15 +137,15 @@ class Desktop:
         dmenu.chmod(0o755)
         rc = self.dir / "dunstrc"
         rc.write_text(DUNSTRC.replace("[global]\n", f"[global]\n    dmenu = {dmenu}\n", 1))
-        self._spawn(["dunst", "-config", str(rc)])
-        poll("dunst on the bus", self._dunst_up)
+        self.spawn(["dunst", "-config", str(rc)])
+        poll("dunst on the bus", self.dunst_up)
         self.monitor = procs.Proc(
             ["dbus-monitor", "interface='org.freedesktop.Notifications'"], self.env
         )
         self.procs.append(self.monitor)
         self.monitor.wait_line(r"NameAcquired|member=", timeout=10)
 
-    def _spawn(self, argv: list[str]) -> subprocess.Popen[bytes]:
+    def spawn(self, argv: list[str]) -> subprocess.Popen[bytes]:
         log = (self.dir / f"{Path(argv[0]).name}.log").open("ab")
         child = subprocess.Popen(
             argv,
@@ -177,7 +177,7 @@ class Desktop:
             "true",
         ]
         for attempt in range(2):
-            trayer = self._spawn(argv)
+            trayer = self.spawn(argv)
             try:
                 poll("the trayer panel", lambda: self.panel() is not None, timeout=15)
                 return
@@ -190,15 +190,15 @@ class Desktop:
                     ) from None
                 trayer.kill()
 
-    def _dunst_up(self) -> bool:
+    def dunst_up(self) -> bool:
         done = subprocess.run(
             ["dunstctl", "is-paused"], env=self.env, capture_output=True, text=True, check=False
         )
         return done.returncode == 0
 
-    def run(self, *argv: str) -> str:
+    def run(self, *argv: str, check: bool = True) -> str:
         return subprocess.run(
-            list(argv), env=self.env, capture_output=True, text=True, check=True, timeout=20
+            list(argv), env=self.env, capture_output=True, text=True, check=check, timeout=20
         ).stdout
 
     # --- what is on screen ----------------------------------------------------------------

@@ -118,7 +118,7 @@ def app(mode: str, env: dict[str, str]) -> Proc:
 
 
 def daemon(env: dict[str, str]) -> Proc:
-    return Proc([sys.executable, str(HERE / "fake_daemon.py")], env)
+    return Proc([sys.executable, str(HERE.parent / "fakes" / "fake_daemon.py")], env)
 
 
 def child_env(home: Path, **extra: str) -> dict[str, Any]:

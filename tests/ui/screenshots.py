@@ -13,10 +13,11 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.fakes.app_link import FakeDaemonLink, World
 from ui import desktop as dt
-from ui.fakes import FakeDaemonLink, World
 from volee_desktop.core import events as ev
 from volee_desktop.core.model import Location
 from volee_desktop.core.states import AgentState

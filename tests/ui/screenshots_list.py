@@ -13,10 +13,11 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.fakes.app_link import World
 from ui import desktop as dt
-from ui.fakes import World
 from ui.screenshots import OUT, send, window_of
 from volee_desktop.core import events as ev
 from volee_desktop.core.states import AgentState
@@ -96,7 +97,7 @@ def main() -> None:
     try:
         app.wait_line(r"connected to the volee daemon")
         socket = dirs({"VOLEE_HOME": str(home)}).socket
-        from ui.fakes import FakeDaemonLink
+        from tests.fakes.app_link import FakeDaemonLink
 
         link = FakeDaemonLink()
         populate(World(link))

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.fakes.app_link import FakeDaemonLink, World
 from volee_desktop.app.agent_window import AgentWindow
 from volee_desktop.app.timeline import TimelineDialog
 from volee_desktop.core import events as ev
 from volee_desktop.core.model import Location
 from volee_desktop.core.states import AgentState
-
-from .fakes import FakeDaemonLink, World
 
 
 def act(ctl: Any, qtbot: Any, name: str, agent_id: str, method: str) -> None:
@@ -186,8 +185,8 @@ def test_an_older_daemon_without_agents_output_shows_its_raw_screen(
 
 
 def test_the_panel_offers_every_action_once() -> None:
+    from volee_desktop.app.action_bar import ACTIONS, EXTRA_ACTIONS
     from volee_desktop.app.actions import Action
-    from volee_desktop.app.panel import ACTIONS, EXTRA_ACTIONS
 
     names = [a for a, _, _ in ACTIONS] + [a for a, _ in EXTRA_ACTIONS]
     assert sorted(names) == sorted(Action)
@@ -250,4 +249,23 @@ def test_a_hidden_list_keeps_no_rebuild_pending(controller: Any, world: World, q
     world.agent("busier", AgentState.WORKING)
     panel.rows.schedule()
     panel.hide()
-    assert not panel.rows._timer.isActive()
+    assert not panel.rows.pending
+
+
+def test_an_agent_a_usage_limit_stopped_is_continued_now_from_the_list(
+    controller: Any, world: World, link: FakeDaemonLink, qtbot: Any
+) -> None:
+    from volee_desktop.core.model import LimitKind
+
+    a = world.agent("worker", AgentState.WORKING)
+    world.state(a, AgentState.IDLE, "limited: 5-hour limit")
+    world.link.push(
+        ev.LimitHit(
+            at=world.tick(), agent=a, kind=LimitKind.FIVE_HOUR, resets_at=world.t + 600, ended=True
+        )
+    )
+    controller.panel.select(a)
+    assert controller.panel.buttons["resume"].text() == "Continue"
+    assert controller.panel.buttons["resume"].isEnabled()
+    act(controller, qtbot, "resume", a, "agents.continue")
+    assert link.last("agents.continue").params == {"agent": a}

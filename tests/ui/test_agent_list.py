@@ -6,11 +6,10 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
+from tests.fakes.app_link import World
 from volee_desktop.app.agent_model import AgentListModel
 from volee_desktop.core import events as ev
 from volee_desktop.core.states import AgentState
-
-from .fakes import World
 
 
 def names(ctl: Any) -> list[str]:
@@ -72,9 +71,8 @@ def test_events_move_rows_by_id_without_resetting_the_model(
 def test_model_matches_registry_order_after_many_random_events(qapp: Any) -> None:
     import random
 
+    from tests.fakes.app_link import FakeDaemonLink
     from volee_desktop.app.live import LiveRegistry
-
-    from .fakes import FakeDaemonLink
 
     link = FakeDaemonLink()
     world = World(link)
@@ -142,7 +140,10 @@ def test_keyboard_navigation_and_enter_opens(
     qtbot.waitExposed(panel)
     panel.filter.setFocus()
     assert panel.current_agent().name == "first"
-    qtbot.keyClick(panel.filter, Qt.Key.Key_Down)
+    qtbot.keyClick(panel.filter, Qt.Key.Key_Down)  # into the rows, on the first one
+    assert panel.current_agent().name == "first"
+    assert panel.focusWidget() is panel.view
+    qtbot.keyClick(panel.view, Qt.Key.Key_Down)
     assert panel.current_agent().name == "second"
     qtbot.keyClick(panel.view, Qt.Key.Key_Down)
     assert panel.current_agent().name == "third"
@@ -175,18 +176,25 @@ def test_shortcuts_reach_the_daemon(controller: Any, world: World, qtbot: Any, l
 
 
 def test_five_hundred_agents_update_row_by_row(controller: Any, world: World) -> None:
-    import time
-
+    # Row by row, counted (not timed: the machine is shared): no reset of the model, and each
+    # event touches the rows it changes, never the whole list.
     ctl = controller
     ids = [world.agent(f"agent-{i:03d}", AgentState.WORKING) for i in range(500)]
     assert ctl.model.rowCount() == 500
     resets: list[int] = []
     ctl.model.modelReset.connect(lambda: resets.append(1))
-    start = time.perf_counter()
+    touched: list[int] = []
+    ctl.model.dataChanged.connect(
+        lambda first, last, *_: touched.append(last.row() - first.row() + 1)
+    )
+    moved: list[int] = []
+    ctl.model.rowsMoved.connect(lambda _p, first, last, *_: moved.append(last - first + 1))
     for i, agent in enumerate(ids[:200]):
         world.state(agent, AgentState.NEEDS_INPUT if i % 2 else AgentState.IDLE, "x")
-    elapsed = time.perf_counter() - start
     assert resets == []
     assert ctl.model.ids() == [a.id for a in world.link.registry.by_urgency()]
-    # 200 events with 500 rows: well under a millisecond each on this machine.
-    assert elapsed < 2.0, elapsed
+    # 200 events: a handful of single rows each, never a range over the list.
+    assert touched
+    assert max(touched) == 1
+    assert len(touched) <= 4 * 200
+    assert all(n == 1 for n in moved)

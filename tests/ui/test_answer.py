@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
+from tests.fakes.app_link import FakeDaemonLink, World
 from volee_desktop.app.attention import answer_call, choice_label
 from volee_desktop.app.notify_policy import Kind
 from volee_desktop.core.states import AgentState
-
-from .fakes import FakeDaemonLink, World
 
 BASH = {"command": "rm -rf build/ && pytest -q", "description": "clean and test"}
 QUESTION = {

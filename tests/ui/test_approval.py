@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.fakes.app_link import FakeDaemonLink, World
 from volee_desktop.app.approval import ApprovalDialog, evidence_text
 from volee_desktop.core import events as ev
 from volee_desktop.core.model import Delivery, MissionStatus, PullRequest, PushState
-
-from .fakes import FakeDaemonLink, World
 
 
 def open_dialog(controller: Any, world: World) -> tuple[ApprovalDialog, str]:

@@ -6,10 +6,9 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.app_link import World
 from volee_desktop.core import events as ev
 from volee_desktop.core.states import AgentState
-
-from .fakes import World
 
 
 def test_an_actions_error_does_not_stay_under_the_list(

@@ -6,36 +6,20 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
 
+from tests.fakes.app_link import World
+from tests.fakes.focus import FakeRunner
 from tests.polling import wait_until
 from volee_desktop.app.focus import Focused, bring_forward, where
 from volee_desktop.core import events as ev
 from volee_desktop.core.model import Location
 from volee_desktop.core.states import AgentState
-
-from .fakes import World
-
-
-class FakeRunner:
-    """Answers like tmux and xdotool would; records every command."""
-
-    def __init__(self, answers: dict[str, str | None]) -> None:
-        self.answers = answers
-        self.commands: list[list[str]] = []
-
-    def __call__(self, argv: Sequence[str]) -> str | None:
-        self.commands.append(list(argv))
-        key = " ".join(argv[:3])
-        for prefix, answer in self.answers.items():
-            if key.startswith(prefix) or " ".join(argv).startswith(prefix):
-                return answer
-        return ""
 
 
 def test_a_tmux_pane_is_selected_and_its_clients_window_raised(

@@ -8,15 +8,14 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.app_link import FakeDaemonLink, World
+from tests.fakes.fake_daemon import FakeDaemon
 from volee_desktop.app.errors import LinkError
 from volee_desktop.app.link import IpcDaemonLink
 from volee_desktop.app.live import LiveRegistry
 from volee_desktop.core import events as ev
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import AgentState
-
-from .fake_daemon import FakeDaemon
-from .fakes import FakeDaemonLink, World
 
 
 class Listener:
@@ -37,6 +36,10 @@ class Listener:
 
     def on_notice(self, notice: dict[str, Any]) -> None:
         pass
+
+    def on_machines(self, push: dict[str, Any]) -> None:
+        self.live.on_machines(push)
+        self.changed.set()
 
     def on_connection(self, connected: bool, detail: str) -> None:
         self.connection.append(connected)

@@ -11,15 +11,17 @@ from typing import Any
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QPushButton
 
+from tests.fakes.app_link import World
+from volee_desktop.app.action_bar import ACTIONS
 from volee_desktop.app.agent_model import IdRole
+from volee_desktop.app.choices import PERMISSION as ANSWERS
 from volee_desktop.app.list_prefs import ListPrefs
 from volee_desktop.app.list_rows import Grouping
-from volee_desktop.app.panel import ACTIONS, ANSWERS, JUMPS, keys
+from volee_desktop.app.panel import JUMPS
+from volee_desktop.app.shortcuts import keys
 from volee_desktop.app.texts import activity_line, markers, state_and_detail, summary_links
 from volee_desktop.core import events as ev
 from volee_desktop.core.states import AgentState
-
-from .fakes import World
 
 
 def rows_text(panel: Any) -> list[str]:
@@ -434,3 +436,62 @@ def test_events_do_not_scroll_the_list_back_to_the_selected_agent(
         assert (top.data(IdRole), panel.view.visualRect(top).top()) == (looked_at, y), grouping
         assert panel.current_id() == selected
         panel.hide()
+
+
+def test_typing_a_filter_selects_its_first_match_not_one_shown_beneath(
+    controller: Any, world: World, qtbot: Any
+) -> None:
+    # The trial of issue 26 (docs/trials/issue-26.md): with "deploy-check" (needs you)
+    # selected, typing "rm-build" left the selection on deploy-check, shown beneath the
+    # match, and Down, Return opened deploy-check's window instead of rm-build's.
+    panel = controller.panel
+    four_projects(world)
+    panel.show()
+    qtbot.waitExposed(panel)
+    assert controller.live.registry.agents[panel.current_id()].name == "api-asks"
+    panel.filter.setText("docs")
+    assert controller.live.registry.agents[panel.current_id()].name == "docs-1"
+
+
+def test_down_from_the_filter_box_goes_to_the_first_row_in_view_not_one_past_it(
+    controller: Any, world: World, qtbot: Any
+) -> None:
+    # The trial of issue 26: Down from the filter box moved one row past the selected one,
+    # while Up from the first row goes to the box.
+    panel = controller.panel
+    four_projects(world)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.filter.setFocus()
+    qtbot.keyClicks(panel.filter, "1")  # api-1, web-1, docs-1, gone-1
+    first = panel.current_id()
+    assert first == panel.visible_ids()[0]
+    qtbot.keyClick(panel.filter, Qt.Key.Key_Down)
+    assert panel.current_id() == first
+    assert panel.focusWidget() is panel.view
+    qtbot.keyClick(panel.view, Qt.Key.Key_Down)
+    second = panel.current_id()
+    assert second == panel.visible_ids()[1]
+    qtbot.keyClick(panel.view, Qt.Key.Key_Up)
+    qtbot.keyClick(panel.view, Qt.Key.Key_Up)  # from the first row: back to the box
+    assert panel.focusWidget() is panel.filter
+    qtbot.keyClick(panel.filter, Qt.Key.Key_Down)  # and back to that row
+    assert panel.current_id() == first
+
+
+def test_the_request_bar_cuts_a_long_request_at_its_end_with_an_ellipsis(
+    controller: Any, world: World, qtbot: Any
+) -> None:
+    # The trial of issue 26: "deploy-check asks: Bash: python3 -c 'print(1)' && touch
+    # deploy-check" ended where the Allow button began, cut with no sign of it.
+    a = world.agent("deploy-check", AgentState.WORKING)
+    command = "python3 -c 'print(1)' && touch " + "deploy-checked-with-a-long-file-name" * 3
+    world.ask(a, "Bash", {"command": command})
+    panel = controller.panel
+    panel.show()
+    qtbot.waitExposed(panel)
+    label = panel.request_label
+    assert command in label.text()  # the whole text stays the label's (and its tooltip's)
+    painted = label.painted_text()
+    assert painted.endswith("…")
+    assert label.fontMetrics().horizontalAdvance(painted) <= label.contentsRect().width()

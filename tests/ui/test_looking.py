@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.fakes.app_link import FakeDaemonLink, World
 from volee_desktop.core.model import Location
 from volee_desktop.core.states import AgentState
-
-from .fakes import FakeDaemonLink, World
 
 
 def test_the_list_and_the_agent_windows_make_the_app_interactive(

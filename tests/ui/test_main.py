@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.app_link import FakeDaemonLink, World
 from volee_desktop.ipc.client import Client
 from volee_desktop.paths import dirs
 from volee_desktop.store.codec import event_to_dict
 
 from . import procs
-from .fakes import FakeDaemonLink, World
 
 pytestmark = pytest.mark.slow
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.fakes.app_link import FakeDaemonLink, World
 from volee_desktop.app.notify_policy import Kind
 from volee_desktop.core.states import AgentState
-
-from .fakes import FakeDaemonLink, World
 
 
 def test_needs_input_shows_one_notification_and_its_action_opens_the_agent(

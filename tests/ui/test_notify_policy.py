@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tests.fakes.app_link import FakeDaemonLink, World
 from volee_desktop.app.live import Change, LiveRegistry
 from volee_desktop.app.notify_policy import (
     BURST_WINDOW,
@@ -16,11 +17,11 @@ from volee_desktop.app.notify_policy import (
     Throttle,
     candidates,
     clock_time,
+    still_holds,
 )
 from volee_desktop.core import events as ev
+from volee_desktop.core.model import LimitKind
 from volee_desktop.core.states import AgentState
-
-from .fakes import FakeDaemonLink, World
 
 
 class Feed:
@@ -45,9 +46,26 @@ class Feed:
     ) -> list[Notice]:
         out: list[Notice] = []
         for change in self.changes:
-            out.extend(candidates(change, settings or NotifySettings(), focused, self.world.t))
+            out.extend(
+                candidates(
+                    change, settings or NotifySettings(), focused, self.world.t, self.live.registry
+                )
+            )
         self.changes.clear()
         return out
+
+
+def limited(feed: Feed, agent_id: str, resets_at: float) -> None:
+    """The agent's turn ends on the plan's 5-hour limit (what Claude Code's StopFailure means)."""
+    feed.world.state(agent_id, AgentState.IDLE, "limited: 5-hour limit")
+    hit = ev.LimitHit(
+        at=feed.world.tick(),
+        agent=agent_id,
+        kind=LimitKind.FIVE_HOUR,
+        resets_at=resets_at,
+        ended=True,
+    )
+    feed.link.push(hit)
 
 
 def test_entering_needs_input_notifies_with_name_request_and_open() -> None:
@@ -163,6 +181,7 @@ def test_each_kind_can_be_turned_off() -> None:
         e = feed.world.agent("five")
         feed.world.state(e, AgentState.DONE, "All 3 tests pass.")
         feed.world.mission_awaiting()
+        limited(feed, feed.world.agent("six"), feed.world.t + 3600)
         settings = replace(NotifySettings(done=True), **{kind.value: False})
         kinds = {n.kind for n in feed.notices(settings)}
         assert kinds == set(Kind) - {kind}, kind
@@ -306,3 +325,38 @@ def test_a_new_request_right_after_an_answer_is_shown_at_once() -> None:
     assert second.body.startswith("Bash: make test")
     throttle.offer([second], 102.0)
     assert throttle.flush(102.0 + SETTLE, feed.link.registry) == [second]  # no 10 s wait
+
+
+# --- limits (docs/limits.md) --------------------------------------------------------------
+
+
+def limit_notices(feed: Feed) -> list[Notice]:
+    out: list[Notice] = []
+    for change in feed.changes:
+        registry = feed.live.registry
+        out.extend(candidates(change, NotifySettings(), frozenset(), feed.world.t, registry))
+    feed.changes.clear()
+    return out
+
+
+def test_agents_stopped_by_the_limit_make_one_notice_naming_the_reset_not_a_failure() -> None:
+    feed = Feed()
+    agents = [feed.world.agent(f"a{n}") for n in range(3)]
+    feed.changes.clear()
+    reset = feed.world.t + 2 * 3600 + 13 * 60 + 30
+    for agent_id in agents:
+        limited(feed, agent_id, reset)
+    notices = limit_notices(feed)
+    # One per agent that joins the wait, each counting all of them, one subject: each newer
+    # replaces the one before on screen (never thirty side by side).
+    assert {n.kind for n in notices} == {Kind.LIMIT}
+    assert {n.subject for n in notices} == {"limits"}
+    last = notices[-1]
+    assert last.title == "Usage limit reached"
+    assert last.body == f"3 agents wait; resets {clock_time(reset)} (in 2 h 13 min)"
+    assert not [n for n in notices if n.kind is Kind.FAILED]
+    assert still_holds(last, feed.live.registry, frozenset())
+    # The limit lifts: the agents work again, and the notice no longer holds (withdrawn).
+    for agent_id in agents:
+        feed.world.state(agent_id, AgentState.WORKING)
+    assert not still_holds(last, feed.live.registry, frozenset())

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.app_link import FakeDaemonLink, World
 from volee_desktop.core import events as ev
 from volee_desktop.core.states import AgentState
 from volee_desktop.ipc.client import Client
@@ -22,7 +23,6 @@ from volee_desktop.paths import dirs
 from volee_desktop.store.codec import event_to_dict
 
 from . import desktop as dt
-from .fakes import FakeDaemonLink, World
 
 pytestmark = [pytest.mark.realx, pytest.mark.slow]
 

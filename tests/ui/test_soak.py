@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.app_link import FakeDaemonLink, World
 from volee_desktop.core.states import AgentState
-
-from .fakes import FakeDaemonLink, World
 
 CALLBACKS = 100_000
 

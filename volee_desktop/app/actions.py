@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QWidget
 
+from volee_desktop.core import limits
 from volee_desktop.core.model import Location
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import AgentState
 
-from .agent_window import AgentWindow
+from ..ipc.methods import Method
+from . import feedback
 from .attention import answer_call, choice_label, is_answer
 from .errors import LinkError
 from .focus import Focused, bring_forward, where
@@ -29,7 +32,9 @@ from .link import DaemonLink
 from .looking import Looking
 from .tasks import Tasks
 from .texts import takes_over
-from .timeline import TimelineDialog
+
+if TYPE_CHECKING:  # both load when first opened, not with the tray icon (issue 27)
+    from .agent_window import AgentWindow
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +52,10 @@ class Action(StrEnum):
     TERMINAL = "terminal"
 
 
-#: Actions that open a window: the tray's popup hides first so it does not cover it.
+#: How the window's status names a key it typed.
+KEY_WORDS = {"esc": "Esc", "shift-tab": "Shift+Tab"}
+
+#: Actions that open a window (``before_window`` runs first; the list stays behind it).
 OPENS_A_WINDOW = frozenset(
     {Action.OPEN, Action.OUTPUT, Action.TERMINAL, Action.REPLY, Action.TIMELINE}
 )
@@ -75,6 +83,9 @@ class AgentActions:
         called: Callable[[str], None],
         before_window: Callable[[], None],
         focus: Callable[[int | None], Focused] = bring_forward,
+        said: Callable[[str, float | None], None] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        failed: Callable[[str, str], None] | None = None,
     ) -> None:
         self.registry = registry
         self.link = link
@@ -92,12 +103,15 @@ class AgentActions:
         self.called = called
         self.before_window = before_window
         self.focus = focus
+        self.said = said or (lambda _text, _started: None)  # what an answer did, for the list
+        self.monotonic = monotonic  # when an answer began: one that took long notifies
+        self.failed = failed or (lambda _title, _why: None)  # an answer that did not go in
         self._fetching: set[str] = set()
         self._taking_over: set[str] = set()
         #: While a session is taken over: how often discovery is asked, and for how long.
         self.take_over_every = 2.0
         self.take_over_for = 600.0
-        self._screen_method = "agents.output"
+        self._screen_method = Method.AGENTS_OUTPUT
         self.windows: dict[str, AgentWindow] = {}
 
     def run(self, name: str, agent_id: str) -> None:
@@ -111,7 +125,7 @@ class AgentActions:
             Action.OUTPUT: self.show_output,
             Action.TERMINAL: self.open_terminal,
             Action.REPLY: self.reply_to,
-            Action.STOP: lambda a: self.call("agents.stop", {"agent": a}),
+            Action.STOP: lambda a: self.call(Method.AGENTS_STOP, {"agent": a}),
             Action.RESUME: self.resume,
             Action.FORGET: self.forget,
             Action.TIMELINE: self.show_timeline,
@@ -123,14 +137,19 @@ class AgentActions:
             return
         handler = handlers[action]
         if action in OPENS_A_WINDOW:
-            self.before_window()  # the tray's popup must not cover the window it opens
+            self.before_window()
         handler(agent_id)
 
     def resume(self, agent_id: str) -> None:
-        """Resume the agent; one that runs in the person's own terminal is taken over."""
+        """Resume the agent; one that runs in the person's own terminal is taken over, one that
+        a usage limit stopped is continued now (docs/limits.md)."""
         agent = self.registry().agents.get(agent_id)
+        if agent is not None and limits.waits(agent):
+            # Stopped by a usage limit: continue it now with volee's labelled prompt.
+            self.call(Method.AGENTS_CONTINUE, {"agent": agent_id})
+            return
         if agent is None or not takes_over(agent):
-            self.call("agents.resume", {"agent": agent_id})
+            self.call(Method.AGENTS_RESUME, {"agent": agent_id})
             return
         if agent_id in self._taking_over:
             return
@@ -155,13 +174,13 @@ class AgentActions:
         agent = self.registry().agents.get(agent_id)
         try:
             while loop.time() < deadline:
-                await self.link().call("discovery.refresh", {})
+                await self.link().call(Method.DISCOVERY_REFRESH, {})
                 agent = self.registry().agents.get(agent_id)
                 if agent is None:
                     return  # forgotten meanwhile
                 if not (agent.state.live and agent.location is Location.TERMINAL):
                     log.info("agent %s left its terminal: resuming it in a host", agent_id)
-                    self.call("agents.resume", {"agent": agent_id})
+                    self.call(Method.AGENTS_RESUME, {"agent": agent_id})
                     return
                 await asyncio.sleep(self.take_over_every)
             name = agent.name if agent is not None else agent_id
@@ -178,7 +197,7 @@ class AgentActions:
         agent = self.registry().agents.get(agent_id)
         self.withdraw(agent_id)  # the person is looking at it now
         if agent is not None and agent.state is AgentState.DONE:
-            self.call("agents.seen", {"agent": agent_id})
+            self.call(Method.AGENTS_SEEN, {"agent": agent_id})
         if agent is not None and agent.live and agent.location is Location.HOST:
             argv = self._terminal(agent_id)
             if argv is not None:
@@ -238,19 +257,32 @@ class AgentActions:
             agent = self.registry().agents.get(agent_id)
             if agent is None:
                 return None
+            from .agent_window import AgentWindow
+
             window = AgentWindow(agent)
             window.setWindowIcon(self.icon())
             window.send.connect(self.send)
             window.refresh.connect(self.refresh_output)
+            window.action.connect(lambda name, a: self.run(name, a))
+            window.keys.connect(self.press)
             window.closed.connect(self._window_closed)
             window.answer.connect(
                 lambda a, choice, text, rid: self.answer_agent(
                     a, choice, text or None, request_id=rid or None
                 )
             )
+            window.conversation.fetch = lambda start, a=agent_id: self._log(a, start)
+            window.conversation.spawn = self.tasks.spawn
+            window.changes.call = lambda method, params: self.link().call(method, params)
+            window.changes.spawn = self.tasks.spawn
             self.looking.watch(window)
             self.windows[agent_id] = window
         return window
+
+    async def _log(self, agent_id: str, start: int) -> dict[str, Any]:
+        """A page of the agent's conversation from entry ``start`` (``agents.log``)."""
+        page = await self.link().call(Method.AGENTS_LOG, {"agent": agent_id, "start": start})
+        return page if isinstance(page, dict) else {}
 
     def _window_closed(self, agent_id: str) -> None:
         window = self.windows.pop(agent_id, None)
@@ -262,6 +294,13 @@ class AgentActions:
         # An agent waiting for an answer (the notification's Open lands here): typing answers.
         needs_you = agent is not None and agent.state is AgentState.NEEDS_INPUT
         self._open_window(agent_id, Action.OUTPUT, reply=needs_you)
+
+    def review_agent(self, agent_id: str) -> None:
+        """Open the agent's window on its Changes (a done notification's Review)."""
+        self._open_window(agent_id, Action.OUTPUT, reply=False)
+        window = self.windows.get(agent_id)
+        if window is not None:
+            window.show_changes()
 
     def reply_to(self, agent_id: str) -> None:
         self._open_window(agent_id, Action.REPLY, reply=True)
@@ -299,18 +338,19 @@ class AgentActions:
                 return
             finally:
                 self._fetching.discard(agent_id)
-                self.called("agents.output")
+                self.called(Method.AGENTS_OUTPUT)
             window = self.windows.get(agent_id)
             if window is None:
                 return
             if isinstance(result, dict):
                 lines = result.get("lines")
                 text = "\n".join(lines) if isinstance(lines, list) else str(result.get("text", ""))
-                version = result.get("version")
+                version, cols = result.get("version"), result.get("cols")
                 window.set_screen(
                     text,
                     version if isinstance(version, int) else None,
                     bool(result.get("live", True)),
+                    cols if isinstance(cols, int) and cols > 0 else None,
                 )
             else:
                 window.set_screen(str(result))
@@ -320,20 +360,22 @@ class AgentActions:
     async def _screen(self, agent_id: str) -> Any:
         link = self.link()
         params = {"agent": agent_id, "lines": self.screen_lines}
-        if self._screen_method == "agents.output":
+        if self._screen_method == Method.AGENTS_OUTPUT:
             try:
-                return await link.call("agents.output", params)
+                return await link.call(Method.AGENTS_OUTPUT, params)
             except LinkError as exc:
                 if "unknown" not in str(exc).lower():
                     raise
-                self._screen_method = "agents.screen"  # an older daemon: its raw output
-        return await link.call("agents.screen", params)
+                self._screen_method = Method.AGENTS_SCREEN  # an older daemon: its raw output
+        return await link.call(Method.AGENTS_SCREEN, params)
 
     def send(self, agent_id: str, text: str) -> None:
         async def deliver() -> None:
             window = self.windows.get(agent_id)
             try:
-                result = await self.link().call("agents.send", {"agent": agent_id, "text": text})
+                result = await self.link().call(
+                    Method.AGENTS_SEND, {"agent": agent_id, "text": text}
+                )
             except LinkError as exc:
                 if window is not None:
                     window.show_status(f"Not sent: {exc}")
@@ -341,13 +383,37 @@ class AgentActions:
                     self.show_error("The message was not sent", str(exc))
                 return
             finally:
-                self.called("agents.send")
+                self.called(Method.AGENTS_SEND)
             if window is not None:
                 window.sent()
                 if isinstance(result, dict) and result.get("resumed"):
                     window.show_status("Sent; the agent was resumed with it.")
 
         self.tasks.spawn(deliver(), f"send to {agent_id}")
+
+    def press(self, agent_id: str, key: str) -> None:
+        """Type a key that is not a line of text (Esc, Shift+Tab, a dialog's option)."""
+
+        async def press() -> None:
+            window = self.windows.get(agent_id)
+            try:
+                result = await self.link().call(Method.AGENTS_KEYS, {"agent": agent_id, "key": key})
+            except LinkError as exc:
+                if window is not None:
+                    window.show_status(f"Not typed: {exc}")
+                return
+            finally:
+                self.called(Method.AGENTS_KEYS)
+            if window is not None:
+                said = f"Typed {KEY_WORDS.get(key, key.replace(':', ' '))}"
+                # The daemon checks the screen moved after it (an older one does not say).
+                taken = not isinstance(result, dict) or result.get("taken", True)
+                window.show_status(
+                    f"{said}." if taken else f"{said}, but its screen did not change."
+                )
+            self.refresh_output(agent_id)
+
+        self.tasks.spawn(press(), f"type {key} to {agent_id}")
 
     def forget(self, agent_id: str) -> None:
         agent = self.registry().agents.get(agent_id)
@@ -358,15 +424,17 @@ class AgentActions:
             "Its files and branch stay as they are.",
         ):
             return
-        self.call("agents.forget", {"agent": agent_id})
+        self.call(Method.AGENTS_FORGET, {"agent": agent_id})
 
     def show_timeline(self, agent_id: str) -> None:
         async def fetch() -> None:
             try:
-                entries = await self.link().call("agents.timeline", {"agent": agent_id})
+                entries = await self.link().call(Method.AGENTS_TIMELINE, {"agent": agent_id})
             finally:
-                self.called("agents.timeline")
+                self.called(Method.AGENTS_TIMELINE)
             name = self.registry().name_of(agent_id) or agent_id
+            from .timeline import TimelineDialog
+
             dialog = TimelineDialog(name, list(entries or []))
             dialog.setWindowIcon(self.icon())
             self.keep(dialog)
@@ -411,12 +479,15 @@ class AgentActions:
             self.show_error("Not answered", str(exc))
             return False
         self.withdraw(agent_id)
+        done = feedback.done_text(method, params, self.registry())
 
         async def send() -> None:
             window = self.windows.get(agent_id)
+            started = self.monotonic()
             try:
                 await self.link().call(method, params)
             except LinkError as exc:
+                self.failed(f"{name} was not answered", str(exc))
                 self.show_error(f"{name} was not answered", str(exc))
                 if window is not None:
                     window.show_status(f"Not answered: {exc}")
@@ -424,7 +495,9 @@ class AgentActions:
             finally:
                 self.called(method)
             log.info("answered %s (%s): %s", agent_id, request.id, choice)
+            self.said(done, started)
             if window is not None:
+                window.answered()  # the reason typed for it goes with it
                 window.show_status(f"Answered: {choice_label(choice, request.options)}.")
 
         self.tasks.spawn(send(), f"answer {name}")

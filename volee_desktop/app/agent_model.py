@@ -27,12 +27,15 @@ from volee_desktop.core.registry import Registry
 from volee_desktop.core.tables import urgency_key
 
 from .live import Change
-from .texts import STATE_LABEL, context_text, detail_text, search_text, tooltip_text
+from .outcomes import Get, OutcomeStore, Spawn
+from .texts import context_text, detail_text, search_text, state_label, tooltip_text
 
 AgentRole = Qt.ItemDataRole.UserRole + 1
 IdRole = Qt.ItemDataRole.UserRole + 2
 SearchRole = Qt.ItemDataRole.UserRole + 3
 MissionRole = Qt.ItemDataRole.UserRole + 4
+OutcomeRole = Qt.ItemDataRole.UserRole + 5  # "plan 3/7 · 3 files +120 −14" (app/outcomes.py)
+MachineRole = Qt.ItemDataRole.UserRole + 6  # "devbox" / "devbox unreachable since 14:02" / ""
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -42,13 +45,31 @@ class AgentListModel(QAbstractListModel):
 
     agent_changed = Signal(str)  # an agent's row changed (its id): dialogs showing it refresh
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        parent: QObject | None = None,
+        outcome: Get | None = None,
+        spawn: Spawn | None = None,
+    ) -> None:
+        """``outcome`` asks the daemon what an agent's work came to, run with ``spawn``
+        (``outcomes.OutcomeStore``; None: the rows say none)."""
         super().__init__(parent)
         self._rows: list[Agent] = []
         self._keys: list[tuple[int, float, str]] = []
         self._index: dict[str, int] = {}
         self.registry = Registry()
         self.clock: Callable[[], float] = time.time
+        #: The other machine an agent is on, as its row says it ("" for this machine).
+        self.machine_label: Callable[[str], str] = lambda _agent_id: ""
+        # What each agent's work came to (plan, change), as the daemon said.
+        self.outcomes = OutcomeStore(self, outcome, spawn)
+        self.outcomes.changed.connect(self._outcome_changed)
+
+    def _outcome_changed(self, agent_id: str) -> None:
+        row = self._index.get(agent_id)
+        if row is not None:
+            idx = self.index(row)
+            self.dataChanged.emit(idx, idx)
 
     # --- LiveObserver -------------------------------------------------------------------------
 
@@ -166,6 +187,8 @@ class AgentListModel(QAbstractListModel):
         agent = self._rows[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
             return agent.name
+        if role == MachineRole:
+            return self.machine_label(agent.id)
         if role == AgentRole:
             return agent
         if role == IdRole:
@@ -174,10 +197,17 @@ class AgentListModel(QAbstractListModel):
             return self.registry.missions.get(agent.mission) if agent.mission else None
         if role == SearchRole:
             mission = self.registry.missions.get(agent.mission) if agent.mission else None
-            return search_text(agent, mission)
+            where = self.machine_label(agent.id)
+            return f"{search_text(agent, mission)} {where}".rstrip()
         if role == Qt.ItemDataRole.AccessibleTextRole:
-            said = f"{agent.name}, {STATE_LABEL[agent.state]}, {detail_text(agent)}"
+            said = f"{agent.name}, {state_label(agent)}, {detail_text(agent)}"
+            where = self.machine_label(agent.id)
+            said = f"{said}, on {where}" if where else said
             return f"{said}, {context_text(agent)}" if agent.context_share is not None else said
+        if role == OutcomeRole:
+            return self.outcomes.text(agent.id)
         if role == Qt.ItemDataRole.ToolTipRole:
-            return tooltip_text(agent, self.clock())
+            tip = tooltip_text(agent, self.clock())
+            outcome = self.outcomes.text(agent.id)
+            return f"{tip}\n{outcome}" if outcome else tip
         return None

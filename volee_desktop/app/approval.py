@@ -180,6 +180,7 @@ class ApprovalDialog(QDialog):
         self.option_buttons: dict[str, QPushButton] = {}
         self.reply = QLineEdit(self)
         self.reply.setObjectName("reply")
+        self.reply.setAccessibleName("Reply to the coordinator")
         self.reply.setPlaceholderText("Or write a reply to the coordinator (Enter sends)…")
         self.reply.returnPressed.connect(self._typed)
         self.send = QPushButton("Send reply", self)

@@ -7,13 +7,19 @@ workers and how long its report has waited.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
+from volee_desktop.core.answer import Answer, AnswerError, AnswerKind
 from volee_desktop.core.durations import duration
-from volee_desktop.core.model import Agent, Mission, MissionStatus
+from volee_desktop.core.model import Agent, Mission, MissionStatus, RequestKind
 from volee_desktop.core.registry import Registry
+from volee_desktop.core.requests import unseen
 from volee_desktop.core.states import AgentState
+
+from .choices import choices
 
 GOAL_LIMIT = 60
 MENU_AGENTS = 10  # the tray menu lists at most this many agents that need you
@@ -27,10 +33,12 @@ class MissionLine:
     goal: str  # its first line, cut to GOAL_LIMIT
     workers: int
     since: float  # when it started to wait
+    machine: str = ""  # another machine's (``devbox``), or empty for this one's
 
     def text(self, now: float) -> str:
         workers = f"{self.workers} worker{'s' if self.workers != 1 else ''}"
-        return f"{self.goal} — {workers}, waiting {duration(now - self.since)}"
+        where = f"{self.machine}: " if self.machine else ""
+        return f"{where}{self.goal} — {workers}, waiting {duration(now - self.since)}"
 
 
 def short(text: str, limit: int) -> str:
@@ -45,8 +53,11 @@ def label(text: str) -> str:
     return text.replace("&", "&&")
 
 
-def awaiting_missions(registry: Registry) -> list[MissionLine]:
-    """Missions waiting for the person's approval, the longest waiting first."""
+def awaiting_missions(
+    registry: Registry, machine: Callable[[str], str] = lambda _mission: ""
+) -> list[MissionLine]:
+    """Missions waiting for the person's approval, the longest waiting first; ``machine``
+    names the other machine a mission is on."""
     out = []
     for mission in registry.missions.values():
         if mission.status is not MissionStatus.AWAITING_APPROVAL:
@@ -57,6 +68,7 @@ def awaiting_missions(registry: Registry) -> list[MissionLine]:
                 goal=short(mission.goal, GOAL_LIMIT) or mission.id,
                 workers=_workers(registry, mission),
                 since=mission.updated_at,
+                machine=machine(mission.id),
             )
         )
     out.sort(key=lambda m: (m.since, m.id))
@@ -69,6 +81,16 @@ def _workers(registry: Registry, mission: Mission) -> int:
     return len(ids)
 
 
+class LineKind(StrEnum):
+    """What an ``AgentLine`` is about: a request's kind (``core.model.RequestKind``), or an
+    agent that failed (the tray menu's Resume)."""
+
+    PERMISSION = RequestKind.PERMISSION.value
+    QUESTION = RequestKind.QUESTION.value
+    DIALOG = RequestKind.DIALOG.value
+    FAILED = "failed"
+
+
 @dataclass(frozen=True)
 class AgentLine:
     """An agent that needs you, with what it asks: the tray menu's entry and its actions."""
@@ -76,11 +98,12 @@ class AgentLine:
     id: str
     name: str
     request: str  # one line: "Bash: rm -rf build/", a question, the dialog's text
-    kind: str  # permission | question | dialog
+    kind: LineKind
     options: tuple[str, ...] = ()  # a question's options
     project: str = ""  # folder (branch)
     since: float = 0.0
     request_id: str | None = None  # the request shown: an answer names it, never a newer one
+    hidden: str | None = None  # what its one line leaves out: then it is opened, not answered
 
     def text(self) -> str:
         return f"{self.name} — {self.request}" if self.request else self.name
@@ -101,11 +124,7 @@ def project_of(agent: Agent) -> str:
 def choices_of(kind: str, options: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     """The answers offered for a request: ``(answer, label)``; the answer names are those of
     ``request-answered`` (allow, deny, option:N)."""
-    if kind == "permission":
-        return (("allow", "Allow"), ("deny", "Deny"))
-    if kind == "question":
-        return tuple((f"option:{n}", label) for n, label in enumerate(options, start=1))
-    return ()
+    return tuple((choice.name, choice.text) for choice in choices(kind, options))
 
 
 def agent_line(agent: Agent) -> AgentLine:
@@ -116,17 +135,19 @@ def agent_line(agent: Agent) -> AgentLine:
             id=agent.id,
             name=agent.name,
             request=request.summary or agent.detail,
-            kind=str(request.kind),
+            kind=LineKind(request.kind),
             options=tuple(request.options),
             project=project_of(agent),
             since=request.at or agent.state_since,
             request_id=request.id,
+            hidden=unseen(request),
         )
     return AgentLine(
         id=agent.id,
         name=agent.name,
         request=agent.detail or "needs your input",
-        kind="permission" if agent.detail.startswith("permission") else "dialog",
+        # No request recorded (an agent found running): its state's words say which.
+        kind=LineKind.PERMISSION if agent.detail.startswith("permission") else LineKind.DIALOG,
         project=project_of(agent),
         since=agent.state_since,
     )
@@ -149,34 +170,35 @@ def answer_call(
 ) -> tuple[str, dict[str, Any]]:
     """The daemon call that gives ``choice`` as the answer to request ``request_id``.
 
-    ``allow`` / ``allow-always`` / ``deny`` (a permission), ``option:N`` (a question's
-    N-th option, from 1) or ``reply`` (``text``); the request id makes the daemon refuse
-    an answer that would reach another dialog (docs/answers.md).
+    ``choice`` is an answer's word (``core.answer``): ``allow`` / ``allow-always`` / ``deny``
+    (``text``: the reason), ``option:N`` or ``reply`` (``text``); the request id makes the
+    daemon refuse an answer that would reach another dialog (docs/answers.md).  Not an
+    answer: ValueError (an ``AnswerError``) saying what one is.
     """
-    base: dict[str, Any] = {"agent": agent_id, "request": request_id}
-    if choice in ("allow", "allow-always"):
-        return "agents.allow", {**base, "always": choice == "allow-always"}
-    if choice == "deny":
-        return "agents.deny", {**base, **({"reason": text} if text else {})}
-    if choice.startswith("option:") and choice[len("option:") :].isdigit():
-        return "agents.answer", {**base, "option": int(choice[len("option:") :])}
-    if choice == "reply" and text:
-        return "agents.answer", {**base, "text": text}
-    raise ValueError(f"not an answer: {choice!r}")
+    return Answer.parse(choice, text).call(agent_id, request_id)
 
 
 def choice_label(choice: str, options: tuple[str, ...] = ()) -> str:
     """An answer in words: "allowed", "denied", the option's label."""
-    if choice.startswith("option:") and choice[len("option:") :].isdigit():
-        n = int(choice[len("option:") :])
-        return options[n - 1] if 0 < n <= len(options) else f"option {n}"
-    return {"allow": "allowed", "allow-always": "allowed always", "deny": "denied"}.get(
-        choice, choice
-    )
+    try:
+        answer = Answer.parse(choice)
+    except AnswerError:
+        return choice
+    if answer.kind is AnswerKind.OPTION:
+        n = answer.option
+        return options[n - 1] if n <= len(options) else f"option {n}"
+    return {
+        AnswerKind.ALLOW: "allowed",
+        AnswerKind.ALLOW_ALWAYS: "allowed always",
+        AnswerKind.DENY: "denied",
+    }[answer.kind]
 
 
 def is_answer(name: str) -> bool:
-    """Whether an action name is an answer to a request (allow, deny, option:N)."""
-    if name in ("allow", "allow-always", "deny"):
-        return True
-    return name.startswith("option:") and name[len("option:") :].isdigit()
+    """Whether an action name is an answer given at once (allow, deny, option:N); a reply
+    is an action of its own (its text is asked for first)."""
+    try:
+        Answer.parse(name)
+    except AnswerError:
+        return False
+    return True

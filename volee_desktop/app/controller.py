@@ -3,8 +3,10 @@
 ``AppController`` wires the widgets to a ``DaemonLink``; every person's action
 becomes one daemon call, so the widgets stay free of rules and of IPC: the actions
 on an agent (open, reply, stop, resume, forget, timeline, answer) in
-``actions.AgentActions``, the missions' review, the settings and the notifications
-here.
+``actions.AgentActions``, those on several selected agents in ``many_run.ManyActions``,
+the missions' review in ``reviews.MissionReviews``, settings, about and the questions and
+errors in ``app_dialogs.AppDialogs``; each built here with what it needs.  The
+notifications' routing and the tray's summary stay here.  Its seams: ``options.AppOptions``.
 """
 
 from __future__ import annotations
@@ -12,88 +14,55 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QMessageBox, QSystemTrayIcon, QWidget
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QSystemTrayIcon, QWidget
 
+from volee_desktop.core import events as ev
 from volee_desktop.core.registry import Registry
 from volee_desktop.core.states import AgentState
 
+from ..ipc.methods import Method
+from ..memtrim import Trimmer
+from . import feedback
 from .actions import AgentActions
 from .agent_model import AgentListModel
-from .approval import ApprovalDialog
+from .app_dialogs import AppDialogs
 from .attention import (
     MENU_AGENTS,
     AgentLine,
     agent_line,
     awaiting_missions,
 )
+from .calls import Calls
 from .errors import LinkError
-from .focus import Focused, bring_forward
-from .icons import IconCache, Svgs
+from .icons import IconCache, Svgs, look_for
 from .link import DaemonLink
-from .live import Change, Connection, LiveRegistry
+from .live import Change, Connection, LiveRegistry, MachineChanged
 from .looking import Looking
-from .notifier import NotificationCenter, NotificationSink, default_sinks
-from .notify_policy import Kind, Notice, NotifySettings
+from .many_run import ManyActions
+from .new_agent_flow import NewAgent
+from .new_agent_templates import Templates
+from .notifier import NotificationCenter, default_sinks
+from .notify_policy import REVIEW_CHOICE, Kind, Notice, NotifySettings
+from .notify_policy import Action as NoticeAction
+from .notifybus import Peer
+from .options import AppOptions, default_list_prefs
 from .panel import AgentPanel
+from .reviews import MissionReviews
 from .summary import summarize
 from .tasks import Tasks
-from .tray import Tray
+from .texts import limits_line, plan_line
+from .tray import Tray, failed_line
 from .traywatch import TrayWatcher
 
 if TYPE_CHECKING:
-    from volee_desktop.loginitem.base import LoginItem
+    from .approval import ApprovalDialog
 
 log = logging.getLogger(__name__)
-
-
-TerminalOpener = Callable[[str], "list[str] | None"]
-Confirm = Callable[[str, str], bool]
-ShowError = Callable[[str, str], None]
-
-
-def _default_terminal(agent_id: str) -> list[str] | None:
-    from .terminal import open_in_terminal
-
-    return open_in_terminal(agent_id)
-
-
-def _default_login_item() -> LoginItem:
-    from volee_desktop.loginitem import for_this_platform
-
-    return for_this_platform()
-
-
-def _default_list_prefs() -> Path | None:
-    from volee_desktop import paths
-
-    try:
-        return paths.state_dir() / "list.json"
-    except Exception as exc:  # the list works without its remembered settings
-        log.warning("the list's settings will not be kept: %s", exc)
-        return None
-
-
-@dataclass
-class AppOptions:
-    """The seams of the app (tests replace them; the defaults are the real things)."""
-
-    config_path: Path
-    terminal: TerminalOpener = _default_terminal
-    login_item: Callable[[], LoginItem] | None = _default_login_item
-    sinks: list[NotificationSink] | None = None  # None: desktop-notifier, then the balloon
-    confirm: Confirm | None = None
-    show_error: ShowError | None = None
-    clock: Callable[[], float] = time.time
-    use_tray: bool | None = None  # None: when the system has a tray (and watch for one)
-    tray_watcher: Callable[[QObject], TrayWatcher] | None = None  # None: the real one
-    screen_lines: int = 200
-    focus: Callable[[int | None], Focused] = bring_forward  # Open on an agent in its own terminal
-    list_prefs: Path | None = None  # the list's size, position and modes (None: state/list.json)
 
 
 class AppController(QObject):
@@ -104,12 +73,16 @@ class AppController(QObject):
     called = Signal(str)  # a daemon call finished (method); tests wait on it
 
     def __init__(self, options: AppOptions, parent: QObject | None = None) -> None:
+        #: How long an action took (a notification says so past feedback.LONG_ACTION_S).
+        self.monotonic: Callable[[], float] = time.monotonic
         super().__init__(parent)
         self.options = options
         self.link: DaemonLink | None = None
         self.tasks = Tasks(self._task_failed)
-        self.live = LiveRegistry()
-        self.model = AgentListModel(self)
+        self.trimmer = Trimmer()  # free heap pages given back after events (memtrim.py)
+        self.live = LiveRegistry(on_gap=self._resync)
+        # Plans and changes for the rows, asked of the daemon as turns end (app/outcomes.py).
+        self.model = AgentListModel(self, outcome=self._outcome, spawn=self.tasks.spawn)
         self.svgs = Svgs()
         self.icons = IconCache(self.svgs)
         self.tray = Tray(self.icons, self, clock=options.clock)
@@ -123,15 +96,30 @@ class AppController(QObject):
                 self.tray_watcher.appeared.connect(self._tray_appeared)
                 self.tray_watcher.next_start.connect(self._tray_at_next_start)
         self.has_tray = use_tray
+        self.daemon_where = ""  # "inside the app" | "a separate process" (set by the session)
         prefs = options.list_prefs
         if prefs is None:
-            prefs = _default_list_prefs()
+            prefs = default_list_prefs()
         self.panel = AgentPanel(self.model, popup=use_tray, prefs_path=prefs)
         self.panel.setWindowIcon(self.icons.app_icon())
         # The daemon's discovery lists often for this app only while someone looks at it.
         self.looking = Looking(self)
         self.looking.watch(self.panel)
         self.looking.changed.connect(self._looking_changed)
+        self.app_dialogs = AppDialogs(
+            config_path=options.config_path,
+            login_item=options.login_item,
+            ask=options.confirm,
+            tell=options.show_error,
+            parent=lambda: self.panel,
+            status=lambda text, transient: self.panel.show_status(text, transient=transient),
+            icon=self.icons.app_icon,
+            link=lambda: self.link,
+            tasks=self.tasks,
+            settings_saved=self.load_notify_settings,
+            about=lambda: (self.live.connection, self.daemon_where, self.live.registry),
+        )
+        self.dialogs = self.app_dialogs.kept  # the windows shown until they finish
         self.actions = AgentActions(
             registry=lambda: self.live.registry,
             link=self._link,
@@ -143,20 +131,29 @@ class AppController(QObject):
             screen_lines=options.screen_lines,
             confirm=self.confirm,
             show_error=self.show_error,
-            keep=self._keep,
+            keep=self.app_dialogs.keep,
             withdraw=lambda agent_id: self.notifications.withdraw(agent_id),
             opened=self.opened.emit,
             called=self.called.emit,
             before_window=self._before_window,
             focus=options.focus,
+            said=self.say,
+            monotonic=lambda: self.monotonic(),
+            failed=self.failed,
         )
         self.windows = self.actions.windows
         self.panel.closed.connect(self._list_window_closed)
-        self.approvals: dict[str, ApprovalDialog] = {}
-        self.dialogs: list[QWidget] = []
-        sinks = options.sinks
-        if sinks is None:
-            sinks = default_sinks(self.tray.icon, self.svgs.app_icon_path)
+        sinks: Any = options.sinks
+        if sinks is None:  # made with the first notification, after the first frame
+            exported = not self.tray.answers
+            sinks = lambda: default_sinks(  # noqa: E731
+                self.tray.icon,
+                self.svgs.app_icon_path,
+                vouch=self.vouch,
+                on_refused=self.desktop_refused,
+                exported=exported,
+            )
+        self.warn_at: float | None = None  # [limits] warn_at: the plan's use that warns
         self.notifications = NotificationCenter(
             registry=lambda: self.live.registry,
             sinks=sinks,
@@ -166,24 +163,68 @@ class AppController(QObject):
             tasks=self.tasks,
             parent=self,
         )
+        self.tray_icon = "auto"  # notifications.tray_icon, read by load_notify_settings
         self.load_notify_settings()
+        # "auto" follows the platform's colour scheme when it changes (a dark theme turned on).
+        QGuiApplication.styleHints().colorSchemeChanged.connect(
+            lambda _scheme: self.tray.set_look(look_for(self.tray_icon))
+        )
+        calls = Calls(
+            registry=lambda: self.live.registry,
+            link=self._link,
+            tasks=self.tasks,
+            withdraw=self.notifications.withdraw,
+            said=self.say,
+            failed=self.failed,
+            called=self.called.emit,
+            monotonic=lambda: self.monotonic(),
+        )
+        self.reviews = MissionReviews(
+            calls, self.icons.app_icon, self.show_error, machine=self.live.machine_label
+        )
+        self.approvals = self.reviews.dialogs  # mission id -> its open approval dialog
+        self.many = ManyActions(calls, lambda title, message: self.confirm(title, message))
 
+        self.new_agent = NewAgent(
+            registry=lambda: self.live.registry,
+            link=self._link,
+            tasks=self.tasks,
+            select=self.show_list,
+            templates=Templates(prefs.parent / "new_agent.json" if prefs is not None else None),
+            machines=self._machines,
+            icon=self.icons.app_icon,
+            machine_of=lambda a: m.name if (m := self.live.machine(a)) is not None else None,
+            parent=self,
+        )
+        self.model.machine_label = self.live.machine_label  # rows name another machine
+        self.notifications.machine_label = self.live.machine_label
+        self.notifications.unreachable = self._unreachable
         self.live.observe(self.model)
+        self.live.observe(self.model.outcomes)
         self.live.observe(self.notifications)
         self.live.observe(self)
+        self.live.observe(self.reviews)
+        self.live.observe(self.new_agent)  # after the model: the new agent is on the list
         self.live.observe_connection(self._connection_changed)
-        self.live.on_gap = self._resync
 
         self.panel.action.connect(self.actions.run)
+        self.panel.many.connect(self.many.run)
         self.panel.answer.connect(self._answer_shown)
         self.tray.answer_requested.connect(self._answer_shown)
-        self.panel.review.connect(self.review_from_list)
+        # The dialog comes in front; the list stays behind it.
+        self.panel.review.connect(self.review)
         self.tray.review_requested.connect(self.review)
         self.tray.agent_action.connect(self.actions.run)
         self.tray.open_list.connect(self.toggle_list)
+        self.tray.new_agent_requested.connect(self.new_agent.open)
+        self.panel.new_agent.connect(self.new_agent.open)
         self.tray.quit_requested.connect(self.quit_requested.emit)
         self.tray.settings_requested.connect(self.open_settings)
+        self.tray.about_requested.connect(self.open_about)
         self.tray.pause_toggled.connect(self.pause_notifications)
+        self.tray.continue_limited.connect(
+            lambda: self._call(Method.AGENTS_CONTINUE, {"all": True})
+        )
         self._refresh_summary()
 
     # --- starting ------
@@ -193,6 +234,9 @@ class AppController(QObject):
         self.tray.apply_now()
         if self.has_tray:
             self.tray.show()
+            if self.panel.pinned:  # kept open: it was a window of the desktop, it is again
+                self.panel.show_near(self.tray.geometry())
+                log.info("agent list shown (%d agents), kept open", self.model.rowCount())
         else:
             log.info("no system tray here: showing the agent list as a window")
             self.panel.show()
@@ -247,17 +291,20 @@ class AppController(QObject):
 
     def on_reset(self, registry: Registry) -> None:
         self._refresh_summary()
+        self.load_notify_settings()  # what of config.toml the person confirmed is now known
         for agent_id, window in list(self.windows.items()):
             agent = registry.agents.get(agent_id)
             if agent is not None:
                 window.set_agent(agent)
-        for mission_id, dialog in self.approvals.items():
-            mission = registry.missions.get(mission_id)
-            if mission is not None:
-                dialog.set_mission(mission, registry)
 
     def on_change(self, change: Change) -> None:
-        if change.agents or change.mission is not None:
+        self.trimmer.poke()
+        if isinstance(change.event, ev.SettingsConfirmed):
+            self.load_notify_settings()
+            # What the daemon said waits for the person no longer does.
+            notices = self.live.connection.notices
+            notices[:] = [n for n in notices if n.get("kind") != "config-unconfirmed"]
+        if change.agents or change.mission is not None or isinstance(change.event, MachineChanged):
             self._refresh_summary()
             if log.isEnabledFor(logging.DEBUG):
                 for before, after in change.agents:
@@ -274,10 +321,6 @@ class AppController(QObject):
                     # It moved (a resumed agent runs again): follow its screen, and now.
                     window.refresh_timer.start()
                     self.actions.refresh_output(after.id)
-        if change.mission is not None and change.mission[1] is not None:
-            dialog = self.approvals.get(change.mission[1].id)
-            if dialog is not None:
-                dialog.set_mission(change.mission[1], self.live.registry)
 
     def _connection_changed(self, connection: Connection) -> None:
         self._refresh_summary()
@@ -291,27 +334,44 @@ class AppController(QObject):
 
     def _refresh_summary(self) -> None:
         conn = self.live.connection
-        missions = awaiting_missions(self.live.registry)
+        missions = awaiting_missions(self.live.registry, self.live.machine_label)
         summary = summarize(
             self.live.counts,
             conn.connected,
             conn.detail,
             self.notifications.settings.paused,
             missions=len(missions),
+            limited=(
+                limits_line(self.live.registry.agents.values(), self.options.clock())
+                if self.live.counts.limited
+                else ""
+            ),
+            plan=plan_line(self.live.registry.agents.values(), self.warn_at),
+            unreachable=tuple(m.label() for m in self.live.machines.values() if not m.reachable),
         )
         self.tray.update(summary)
+        self.tray.set_limited(self.live.counts.limited)
         self.panel.set_summary(summary.tooltip)
         self.panel.set_missions(missions, self.options.clock())
         self.tray.set_attention(missions, self.needing_agents())
 
+    def _unreachable(self, agent_id: str) -> bool:
+        machine = self.live.machine(agent_id)
+        return machine is not None and not machine.reachable
+
     def needing_agents(self, limit: int = MENU_AGENTS) -> list[AgentLine]:
-        """The agents that need you, most urgent first (the list's own order)."""
+        """The agents that need you, then the failed ones, most urgent first (the list's own
+        order): what the tray menu lists."""
         out: list[AgentLine] = []
         for row in range(min(self.model.rowCount(), limit)):
             agent = self.model.agent_at(row)
-            if agent is None or agent.state is not AgentState.NEEDS_INPUT:
+            if agent is None or agent.state not in (AgentState.NEEDS_INPUT, AgentState.FAILED):
                 break  # the list puts them first
-            out.append(agent_line(agent))
+            line = agent_line(agent) if agent.state.live else failed_line(agent)
+            machine = self.live.machine(agent.id)
+            if machine is not None:  # another machine's: devbox:api-fixer, as the CLI says
+                line = replace(line, name=f"{machine.name}:{line.name}")
+            out.append(line)
         return out
 
     # --- the list ------
@@ -320,7 +380,9 @@ class AppController(QObject):
         if not self.panel.isVisible() and time.monotonic() - self.panel.hidden_at < 0.4:
             # The click on the icon is what took the focus away and hid it: stay hidden.
             return
-        if self.panel.isVisible():
+        if self.panel.isVisible() and self.panel.pinned:
+            self.show_list()  # kept open: the icon brings it forward, its close button closes
+        elif self.panel.isVisible():
             self.panel.hide()
             log.info("agent list hidden")
         else:
@@ -342,96 +404,55 @@ class AppController(QObject):
         self.actions.answer_agent(agent_id, choice, None, request_id=request_id or None)
 
     def _before_window(self) -> None:
-        if self.has_tray:
-            self.panel.hide()
+        """A window volee opens comes in front of the list, which stays (issue 26)."""
 
     def _open_terminal(self, agent_id: str) -> list[str] | None:
         return self.options.terminal(agent_id)
 
     def _call(self, method: str, params: dict[str, Any]) -> None:
+        # The words are made now: once it went through, a forgotten agent has no name.
+        tell = feedback.changes(method)
+        done = feedback.done_text(method, params, self.live.registry) if tell else ""
+        failed = feedback.failed_text(method, params, self.live.registry) if tell else ""
+
         async def call() -> None:
+            started = self.monotonic()
             try:
                 await self._link().call(method, params)
+            except LinkError as exc:
+                if tell:
+                    self.failed(failed, str(exc))
+                raise
             finally:
                 self.called.emit(method)
+            if done:
+                self.say(done, started)
 
         self.tasks.spawn(call(), method)
+
+    def say(self, text: str, started: float | None = None) -> None:
+        """What an action did, in the list's status area (until the next action or opening);
+        a notification too when it took long (``started``: when it began, on ``monotonic``)."""
+        log.info("%s", text)
+        self.panel.show_status(text, transient=True)
+        took = self.monotonic() - started if started is not None else 0.0
+        if feedback.took_long(took):
+            self.notifications.show_now(
+                Notice(None, text, feedback.took_text(took), NoticeAction.OPEN)
+            )
+
+    def failed(self, title: str, why: str) -> None:
+        """An action that did not happen: the status area and a notification say so."""
+        self.panel.show_status(f"{title}: {why}", transient=True)
+        self.notifications.show_now(Notice(None, title, why, NoticeAction.OPEN))
+
+    async def _outcome(self, agent_id: str) -> Any:
+        return await self._link().call(Method.AGENTS_OUTCOME, {"agent": agent_id})
 
     def _link(self) -> DaemonLink:
         if self.link is None:
             raise LinkError("not connected to the volee daemon yet; try again in a moment")
         return self.link
-
-    # --- missions ------
-
-    def review_from_list(self, mission_id: str) -> None:
-        if self.has_tray:
-            self.panel.hide()  # a popup must not cover the dialog it opens
-        self.review(mission_id)
-
-    def review(self, mission_id: str) -> ApprovalDialog | None:
-        """Open (or raise) the approval dialog of a mission."""
-        mission = self.live.registry.missions.get(mission_id)
-        if mission is None:
-            self.show_error("Unknown mission", f"volee knows no mission {mission_id}.")
-            return None
-        dialog = self.approvals.get(mission_id)
-        if dialog is None:
-            dialog = ApprovalDialog(mission, self.live.registry)
-            dialog.setWindowIcon(self.icons.app_icon())
-            dialog.answer.connect(self.answer)
-            dialog.diff_wanted.connect(lambda a, m=mission_id: self._read_changes(m, a, True))
-            dialog.finished.connect(lambda _=0, m=mission_id: self._approval_closed(m))
-            self.approvals[mission_id] = dialog
-            for worker in dialog.worker_ids():
-                self._read_changes(mission_id, worker, False)
-        dialog.show()
-        dialog.raise_()
-        dialog.activateWindow()
-        self.notifications.withdraw(mission_id)
-        log.info("approval dialog of %s shown", mission_id)
-        return dialog
-
-    def _read_changes(self, mission_id: str, agent_id: str, diff: bool) -> None:
-        """Ask git (through the daemon) what a worker's branch would merge."""
-
-        async def read() -> None:
-            try:
-                result = await self._link().call(
-                    "agents.changes", {"agent": agent_id, "diff": diff}
-                )
-            except LinkError as exc:
-                result = {"error": str(exc).removeprefix("agents.changes: ")}
-            finally:
-                self.called.emit("agents.changes")
-            dialog = self.approvals.get(mission_id)
-            if dialog is not None and isinstance(result, dict):
-                dialog.set_changes(agent_id, result)
-
-        self.tasks.spawn(read(), f"read the change of {agent_id}")
-
-    def _approval_closed(self, mission_id: str) -> None:
-        dialog = self.approvals.pop(mission_id, None)
-        if dialog is not None:
-            dialog.deleteLater()
-
-    def answer(self, params: dict[str, Any]) -> None:
-        async def send() -> None:
-            mission_id = str(params.get("mission"))
-            dialog = self.approvals.get(mission_id)
-            try:
-                await self._link().call("missions.answer", dict(params))
-            except LinkError as exc:
-                if dialog is not None:
-                    dialog.show_status(f"Not answered: {exc}")
-                return
-            finally:
-                self.called.emit("missions.answer")
-            log.info("mission %s answered: %s", mission_id, params)
-            if dialog is not None:
-                dialog.accept()
-
-        self.tasks.spawn(send(), "answer the mission")
 
     # --- notifications ------
 
@@ -443,7 +464,9 @@ class AppController(QObject):
     ) -> None:
         what = notice.action.value if choice == "open" else choice
         log.info("notification action %s on %s", what, notice.subject or "list")
-        if choice != "open" and notice.agent is not None:
+        if choice == REVIEW_CHOICE and notice.agent is not None:
+            self.actions.review_agent(notice.agent)  # a done agent's change: its Changes view
+        elif choice != "open" and notice.agent is not None:
             if choice == "reply" and not text:
                 self.actions.reply_to(notice.agent)
                 return
@@ -456,17 +479,45 @@ class AppController(QObject):
         else:
             self.actions.open_agent(notice.agent)
 
+    async def vouch(self, pid: int, attempt: str) -> Peer:
+        """Who a D-Bus peer's pid is, as the daemon identifies it (an agent's attempt is
+        recorded in its timeline there); not the person when the daemon cannot say."""
+        try:
+            who = await self._link().call(Method.DESKTOP_PEER, {"pid": pid, "attempt": attempt})
+        except LinkError as exc:
+            return Peer(False, pid, f"pid {pid}, which the daemon could not identify ({exc})")
+        if not isinstance(who, dict):
+            return Peer(False, pid, f"pid {pid}, which the daemon could not identify")
+        if who.get("kind") == "person":
+            return Peer(True, pid, "the person")
+        name = who.get("name") or who.get("agent") or "an agent"
+        how = f": {who['how']}" if who.get("how") else ""
+        return Peer(False, pid, f"agent {name} (pid {pid}{how})")
+
+    def desktop_refused(self, why: str | None) -> None:
+        """A D-Bus peer was refused (or, None, the notification server is the person's
+        again): the tray's tooltip and the list say so until then."""
+        self.tray.set_warning(why)
+        if why is not None:
+            self.panel.show_status(f"volee: {why}")
+
     def pause_notifications(self, paused: bool) -> None:
         self.notifications.set_settings(replace(self.notifications.settings, paused=paused))
         self._refresh_summary()
         log.info("notifications %s", "paused" if paused else "resumed")
 
     def load_notify_settings(self) -> None:
-        from volee_desktop.config import load_config
+        from volee_desktop.config import in_force, load_config
 
         loaded = load_config(self.options.config_path)
-        self.panel.delegate.context_limit = loaded.config.agents.context_limit
-        n = loaded.config.notifications
+        # A value that lowers safety (needs_input = false) waits for the person's confirmation,
+        # which the daemon keeps in its log (docs/trust-model.md); until then the default.
+        config, _held = in_force(loaded.config, self.live.registry.confirmed_settings)
+        self.panel.delegate.context_limit = config.agents.context_limit
+        n = config.notifications
+        self.warn_at = loaded.config.limits.warn_at
+        self.tray_icon = n.tray_icon
+        self.tray.set_look(look_for(n.tray_icon))
         self.notifications.set_settings(
             NotifySettings(
                 needs_input=n.needs_input,
@@ -479,46 +530,38 @@ class AppController(QObject):
             )
         )
 
+    def _machines(self) -> list[str]:
+        """The other machines ``[machines]`` names (the New agent dialog offers them)."""
+        from volee_desktop.config import load_config
+
+        return sorted(load_config(self.options.config_path).config.machines)
+
     # --- settings, errors ------
 
+    # --- what the parts of the app share ------
+
+    def review(self, mission_id: str) -> ApprovalDialog | None:
+        """Open (or raise) the approval dialog of a mission (``reviews.MissionReviews``)."""
+        return self.reviews.review(mission_id)
+
+    def answer(self, params: dict[str, Any]) -> None:
+        """Send the person's answer to a mission."""
+        self.reviews.answer(params)
+
     def open_settings(self) -> QWidget:
-        from .settings import SettingsDialog
+        return self.app_dialogs.open_settings()
 
-        dialog = SettingsDialog(
-            self.options.config_path, self.options.login_item, self.options.show_error
-        )
-        dialog.setWindowIcon(self.icons.app_icon())
-        dialog.saved.connect(self.load_notify_settings)
-        self._keep(dialog)
-        dialog.show()
-        return dialog
+    def confirm_settings(self) -> None:
+        self.app_dialogs.confirm_settings()
 
-    def _keep(self, widget: QWidget) -> None:
-        self.dialogs.append(widget)
-        widget.destroyed.connect(lambda *_: None)
-        if hasattr(widget, "finished"):
-            widget.finished.connect(lambda *_: self._drop(widget))
-
-    def _drop(self, widget: QWidget) -> None:
-        if widget in self.dialogs:
-            self.dialogs.remove(widget)
-        widget.deleteLater()
+    def open_about(self) -> QWidget:
+        return self.app_dialogs.open_about()
 
     def confirm(self, title: str, message: str) -> bool:
-        if self.options.confirm is not None:
-            return self.options.confirm(title, message)
-        answer = QMessageBox.question(self.panel, title, message)
-        return answer == QMessageBox.StandardButton.Yes
+        return self.app_dialogs.confirm(title, message)
 
     def show_error(self, title: str, message: str) -> None:
-        log.warning("%s: %s", title, message)
-        if self.options.show_error is not None:
-            self.options.show_error(title, message)
-            return
-        self.panel.show_status(f"{title}: {message}", transient=True)
-        box = QMessageBox(QMessageBox.Icon.Warning, title, message, parent=self.panel)
-        self._keep(box)
-        box.open()
+        self.app_dialogs.show_error(title, message)
 
     def _task_failed(self, what: str, exc: BaseException) -> None:
         title = exc.title if isinstance(exc, LinkError) else "Something went wrong"
@@ -527,6 +570,7 @@ class AppController(QObject):
     # --- quitting ------
 
     def close(self) -> None:
+        self.trimmer.close()
         if self.tray_watcher is not None:
             self.tray_watcher.stop()
         self.notifications.stop()
@@ -534,7 +578,8 @@ class AppController(QObject):
         self.panel.hide()
         for window in list(self.windows.values()):
             window.close()
-        for dialog in list(self.approvals.values()):
-            dialog.close()
-        for widget in list(self.dialogs):
-            widget.close()
+        self.reviews.close()
+        self.app_dialogs.close()
+
+
+__all__ = ["AppController", "AppOptions"]

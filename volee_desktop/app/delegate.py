@@ -1,7 +1,7 @@
 """How the list's rows are painted: an agent in three lines or one (compact), a group header.
 
 Full row: name, markers, context share and time in state; the coloured state and its
-detail (elided in the middle: its end, often the part that says what to do, stays);
+detail (cut at its end, read the way it is written; the tooltip holds it all);
 the last activity of the current turn (else the folder) and the mission.  Compact
 row: state mark, name, request or detail, context share, time in state.
 """
@@ -13,30 +13,51 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from PySide6.QtCore import QModelIndex, QObject, QPersistentModelIndex, QRect, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from volee_desktop.core.durations import duration
 from volee_desktop.core.model import Agent, Mission
 
-from .agent_model import AgentRole, MissionRole
+from .agent_model import AgentRole, MachineRole, MissionRole, OutcomeRole
 from .list_rows import GroupHeader, GroupRole
 from .texts import (
     CONTEXT_LIMIT,
-    STATE_COLOUR,
-    STATE_MARK,
     activity_line,
     detail_text,
     markers,
     mission_label,
     near_limit,
     state_and_detail,
+    state_colour,
+    state_mark,
 )
 
 PAD = 6
+
+
+def elided(fm: QFontMetrics, text: str, width: int, path: bool = False) -> str:
+    """``text`` cut to ``width`` at its end ("summarize the REA…", never "summarize th…E for
+    a newcomer"); a path in its middle, keeping its last folder."""
+    mode = Qt.TextElideMode.ElideMiddle if path else Qt.TextElideMode.ElideRight
+    return fm.elidedText(text, mode, max(0, width))
+
+
 BAR = 4
 CONTEXT_W = 34  # the context bar's width
 NEAR_COLOUR = "#e8590c"
+
+
+def paint_focus(painter: QPainter, option: QStyleOptionViewItem) -> None:
+    """The keyboard's row: an outline in the highlight colour, dotted in the highlighted text's
+    colour on a selected row (several can be selected; the arrows move this one)."""
+    selected = bool(option.state & QStyle.StateFlag.State_Selected)
+    role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Highlight
+    pen = QPen(option.palette.color(QPalette.ColorGroup.Active, role), 2)
+    pen.setStyle(Qt.PenStyle.DotLine if selected else Qt.PenStyle.SolidLine)
+    painter.setPen(pen)
+    painter.setBrush(Qt.BrushStyle.NoBrush)
+    painter.drawRect(option.rect.adjusted(1, 1, -2, -2))
 
 
 @dataclass(frozen=True)
@@ -58,6 +79,8 @@ class AgentDelegate(QStyledItemDelegate):
         super().__init__(parent)
         self.clock = clock
         self.compact = False
+        self._outcome = ""  # the row being painted's plan and change (OutcomeRole)
+        self._machine = ""  # the other machine of the row being painted (MachineRole)
         self.context_limit = CONTEXT_LIMIT
         self._fonts: dict[str, Fonts] = {}
 
@@ -105,10 +128,14 @@ class AgentDelegate(QStyledItemDelegate):
         style.drawPrimitive(
             QStyle.PrimitiveElement.PE_PanelItemViewItem, option, painter, option.widget
         )
+        self._machine = str(index.data(MachineRole) or "")
         if self.compact:
             self._paint_compact(painter, option, agent)
         else:
+            self._outcome = str(index.data(OutcomeRole) or "")
             self._paint_full(painter, option, agent, index.data(MissionRole))
+        if option.state & QStyle.StateFlag.State_HasFocus:
+            paint_focus(painter, option)
         painter.restore()
 
     # --- pieces ------
@@ -175,6 +202,11 @@ class AgentDelegate(QStyledItemDelegate):
             )
         painter.restore()
 
+    def _state_colour(self, agent: Agent, dim: QColor) -> QColor:
+        """The state's colour, or grey while the agent's machine is unreachable: what it last
+        said it was doing is not known to be true now (the words still say it)."""
+        return QColor(dim) if " unreachable" in self._machine else QColor(state_colour(agent))
+
     def _paint_compact(self, painter: QPainter, option: QStyleOptionViewItem, agent: Agent) -> None:
         rect: QRect = option.rect
         text, dim, selected = self._pens(option)
@@ -184,10 +216,10 @@ class AgentDelegate(QStyledItemDelegate):
         top = rect.top() + (rect.height() - line) // 2
         left = rect.left() + PAD
         right = rect.right() - PAD
-        colour = QColor(STATE_COLOUR[agent.state])
+        colour = self._state_colour(agent, dim)
         painter.setFont(bold)
         painter.setPen(text if selected else colour)
-        mark = STATE_MARK[agent.state]
+        mark = state_mark(agent)
         painter.drawText(QRect(left, top, 16, line), Qt.AlignmentFlag.AlignLeft, mark)
         left += 16
         painter.setFont(base)
@@ -202,14 +234,21 @@ class AgentDelegate(QStyledItemDelegate):
         painter.setFont(bold)
         painter.setPen(text)
         room = right - left
-        name = bfm.elidedText(agent.name, Qt.TextElideMode.ElideRight, min(room // 2, 220))
+        # Another machine's agent is NAME:AGENT, as the CLI names it; greyed while unreachable.
+        machine, _sep, unreachable = self._machine.partition(" ")
+        if unreachable and not selected:
+            painter.setPen(dim)
+        shown_name = f"{machine}:{agent.name}" if machine else agent.name
+        name = bfm.elidedText(shown_name, Qt.TextElideMode.ElideRight, min(room // 2, 220))
         painter.drawText(QRect(left, top, room, line), Qt.AlignmentFlag.AlignLeft, name)
         x = left + bfm.horizontalAdvance(name) + PAD
         painter.setFont(base)
         painter.setPen(text if selected else dim)
         # What it asks, else its detail, else what it does in this turn, else its state.
         shown = detail_text(agent) or agent.activity or state_and_detail(agent)[0]
-        detail = fm.elidedText(shown, Qt.TextElideMode.ElideMiddle, max(0, right - x))
+        if unreachable:
+            shown = f"{unreachable} · {shown}"
+        detail = elided(fm, shown, max(0, right - x))
         painter.drawText(QRect(x, top, right - x, line), Qt.AlignmentFlag.AlignLeft, detail)
 
     def _paint_full(
@@ -217,7 +256,7 @@ class AgentDelegate(QStyledItemDelegate):
     ) -> None:
         rect: QRect = option.rect
         text, dim, selected = self._pens(option)
-        colour = QColor(STATE_COLOUR[agent.state])
+        colour = self._state_colour(agent, dim)
         painter.fillRect(QRect(rect.left(), rect.top() + 2, BAR, rect.height() - 4), colour)
         f = self.fonts(option.font)
         base_font, bold, fm, bfm = f.base, f.bold, f.fm, f.bfm
@@ -238,9 +277,11 @@ class AgentDelegate(QStyledItemDelegate):
         painter.setFont(bold)
         room = end - left
         name = bfm.elidedText(agent.name, Qt.TextElideMode.ElideRight, max(room // 2, room - 160))
-        painter.setPen(text)
+        painter.setPen(dim if " unreachable" in self._machine and not selected else text)
         painter.drawText(QRect(left, top, room, line), Qt.AlignmentFlag.AlignLeft, name)
         flags = markers(agent)
+        if self._machine:
+            flags.insert(0, self._machine)  # the machine it is on (and "unreachable since")
         if near_limit(agent, self.context_limit):
             flags.append("near its context limit")
         if flags:
@@ -263,7 +304,7 @@ class AgentDelegate(QStyledItemDelegate):
             painter.setPen(text)
             sep = " " if detail_text(agent).lower().startswith(label) else " · "
             joined = sep + rest
-            detail = fm.elidedText(joined, Qt.TextElideMode.ElideMiddle, right - x)
+            detail = elided(fm, joined, right - x)
             painter.drawText(QRect(x, y, right - x, line), Qt.AlignmentFlag.AlignLeft, detail)
 
         # Line 3: last activity of this turn (else the folder) (left), mission (right).
@@ -279,7 +320,8 @@ class AgentDelegate(QStyledItemDelegate):
                 QRect(right - goal_w, y, goal_w, line), Qt.AlignmentFlag.AlignRight, goal
             )
         activity = activity_line(agent, self.clock())
-        activity = fm.elidedText(
-            activity, Qt.TextElideMode.ElideMiddle, right - left - goal_w - PAD
-        )
+        if self._outcome:  # what its work came to: "plan 3/7 · 3 files +120 −14"
+            activity = f"{self._outcome} · {activity}" if activity else self._outcome
+        folder = activity == (agent.worktree or agent.cwd)  # a path keeps its last part
+        activity = elided(fm, activity, right - left - goal_w - PAD, path=folder)
         painter.drawText(QRect(left, y, right - left, line), Qt.AlignmentFlag.AlignLeft, activity)

@@ -8,7 +8,11 @@ Open then brings that terminal to the front where the platform allows it:
   clients attached elsewhere), then the window of its tmux client is raised;
 - an X11 window (EWMH ``_NET_ACTIVE_WINDOW``, through ``xdotool``): the first
   window whose ``_NET_WM_PID`` is the agent's process or one of its ancestors
-  (the terminal emulator).
+  (the terminal emulator);
+- on sway (Wayland, ``SWAYSOCK``), the window whose ``pid`` is one of those, focused
+  through sway's IPC (``swaymsg [con_id=N] focus``). Other Wayland compositors let no
+  program bring another's window forward (xdg-activation only passes a token the other
+  program must use), so there Open says where it runs.
 
 Otherwise ``where`` says where it runs (its process, terminal, folder), so the
 person can find it.  Every outside command is one ``Runner`` call (tests give a fake).
@@ -16,6 +20,7 @@ person can find it.  Every outside command is one ``Runner`` call (tests give a 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -125,6 +130,42 @@ def activate(window: str, runner: Runner) -> bool:
     return raised or focused
 
 
+def sway_window(pids: list[int], runner: Runner) -> str | None:
+    """The con_id of the first sway window that belongs to one of ``pids``."""
+    if not os.environ.get("SWAYSOCK"):
+        return None
+    out = runner(["swaymsg", "-t", "get_tree"])
+    try:
+        tree = json.loads(out) if out else None
+    except ValueError:
+        return None
+    owners: dict[int, int] = {}
+    stack = [tree] if isinstance(tree, dict) else []
+    while stack:
+        node = stack.pop()
+        pid, con = node.get("pid"), node.get("id")
+        if isinstance(pid, int) and isinstance(con, int) and pid not in owners:
+            owners[pid] = con
+        for key in ("nodes", "floating_nodes"):
+            stack.extend(n for n in node.get(key, []) if isinstance(n, dict))
+    for pid in pids:
+        if pid in owners:
+            return str(owners[pid])
+    return None
+
+
+def not_found() -> str:
+    """Why no window was brought forward, for this session."""
+    if os.environ.get("SWAYSOCK"):
+        return "no tmux pane or sway window of it was found"
+    if os.environ.get("WAYLAND_DISPLAY") and not os.environ.get("DISPLAY"):
+        return (
+            "no tmux pane of it was found, and on Wayland volee cannot bring another "
+            "program's window forward"
+        )
+    return "no tmux pane or X11 window of it was found"
+
+
 def bring_forward(
     pid: int | None,
     runner: Runner = run,
@@ -154,8 +195,13 @@ def bring_forward(
     if window is not None and activate(window, runner):
         hows.append("x11")
         texts.append(f"X11 window {window}")
+    elif (con := sway_window(window_owners, runner)) is not None and (
+        runner(["swaymsg", f"[con_id={con}]", "focus"]) is not None
+    ):
+        hows.append("sway")
+        texts.append(f"sway window {con}")
     if not hows:
-        return Focused(None, "no tmux pane or X11 window of it was found")
+        return Focused(None, not_found())
     return Focused("+".join(hows), ", ".join(texts))
 
 

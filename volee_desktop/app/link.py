@@ -28,6 +28,7 @@ from volee_desktop.core.events import Event
 from volee_desktop.core.registry import Registry
 from volee_desktop.store.codec import CodecError, decode_registry, event_from_dict
 
+from ..ipc.methods import Method
 from .errors import LinkError
 
 if TYPE_CHECKING:
@@ -60,6 +61,11 @@ class LinkListener(Protocol):
 
     def on_connection(self, connected: bool, detail: str) -> None:
         """The link went up or down; ``detail`` says why, for the tray's tooltip."""
+        ...
+
+    def on_machines(self, push: dict[str, Any]) -> None:
+        """The daemon's ``machines`` push (docs/machines.md): what changed of the other
+        machines (their state, agents and missions) since its last one."""
         ...
 
 
@@ -157,7 +163,7 @@ class IpcDaemonLink:
         if self._listener is None:
             return  # the subscription will say it
         try:
-            await self.call("subscribe.interactive", {"interactive": on})
+            await self.call(Method.SUBSCRIBE_INTERACTIVE, {"interactive": on})
         except LinkError as exc:
             # An older daemon, or the link is down (the next subscription carries it).
             log.debug("could not tell the daemon interactive=%s: %s", on, exc)
@@ -187,9 +193,10 @@ class IpcDaemonLink:
         self._unsubscribe.append(self._client.on_push("event", self._on_push_event))
         self._unsubscribe.append(self._client.on_push("snapshot", self._on_push_snapshot))
         self._unsubscribe.append(self._client.on_push("notice", self._on_push_notice))
+        self._unsubscribe.append(self._client.on_push("machines", self._on_push_machines))
         try:
             params = {"since": since, "interactive": self._interactive}
-            result = await self.call("subscribe", params)
+            result = await self.call(Method.SUBSCRIBE, params)
             registry = await self._snapshot_of(result)
         except BaseException:
             self._early = None
@@ -254,6 +261,10 @@ class IpcDaemonLink:
             self._early.append(payload)
         else:
             self._deliver(payload)
+
+    def _on_push_machines(self, payload: dict[str, Any]) -> None:
+        if self._listener is not None:
+            self._listener.on_machines(payload)
 
     def _on_push_notice(self, payload: dict[str, Any]) -> None:
         if self._listener is not None:

@@ -1,4 +1,4 @@
-"""What the person chose for the list, kept across starts: size, position, compact, grouping.
+"""What the person chose for the list, kept across starts: size, position, modes, the pin.
 
 A small JSON file in volee's state folder (``list.json``).  A file that is missing,
 unreadable or not what volee wrote gives the defaults; saving never raises (the list
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ class ListPrefs:
     compact: bool = False
     grouping: str = "none"
     folded: list[str] = field(default_factory=list)
+    pinned: bool = False  # "keep open": a plain window that stays until it is closed
 
     @classmethod
     def load(cls, path: Path | None) -> ListPrefs:
@@ -49,6 +50,8 @@ class ListPrefs:
             prefs.pos = pos
         if isinstance(data.get("compact"), bool):
             prefs.compact = data["compact"]
+        if isinstance(data.get("pinned"), bool):
+            prefs.pinned = data["pinned"]
         if data.get("grouping") in ("none", "state", "project"):
             prefs.grouping = data["grouping"]
         folded = data.get("folded")
@@ -65,9 +68,6 @@ class ListPrefs:
             write_atomic(path, json.dumps(data, indent=1).encode())
         except OSError as exc:
             log.warning("could not keep the list's settings in %s: %s", path, exc)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _pair(value: object) -> tuple[int, int] | None:

@@ -5,7 +5,8 @@ out the rows the view paints: group headers with their counts, the agents of eac
 group in the model's urgency order, and, while a filter is set, the agents that need
 you or have failed that the filter left out, beneath it ("and 2 that need you,
 filtered out"): a filter never hides what needs you.  A folded group keeps showing
-those too.
+those too; while a filter is set every group is open (a fold must not hide what the
+filter found: "working" folded said "0 of 47" while 39 matched).
 
 The layout is rebuilt at most once per turn of the event loop (a burst of a thousand
 events is one rebuild) and at most ten times a second (200 events/s move rows 200 times),
@@ -35,7 +36,7 @@ from PySide6.QtCore import (
 from volee_desktop.core.model import Agent
 from volee_desktop.core.states import AgentState
 
-from .agent_model import AgentListModel, AgentRole, IdRole, MissionRole, SearchRole
+from .agent_model import AgentListModel, AgentRole, IdRole, MachineRole, MissionRole, SearchRole
 from .texts import STATE_LABEL, plural_state, search_text
 
 GroupRole = Qt.ItemDataRole.UserRole + 10
@@ -58,6 +59,7 @@ class Grouping(StrEnum):
     NONE = "none"
     STATE = "state"
     PROJECT = "project"
+    MACHINE = "machine"  # the machine each agent is on (docs/machines.md)
 
 
 @dataclass(frozen=True)
@@ -101,8 +103,21 @@ def project_key(agent: Agent) -> tuple[str, str, str]:
 
 
 def state_key(agent: Agent) -> tuple[str, str, str]:
+    """By state, in the rows' words: a turn that ended on a denial is grouped as "denied",
+    not among the done ones (the header counts it so too)."""
+    if agent.outcome:
+        return f"state:{agent.outcome}", agent.outcome, ""
     state = AgentState.WORKING if agent.state is AgentState.LAUNCHING else agent.state
     return f"state:{state.value}", STATE_LABEL[state], ""
+
+
+def machine_key(label: str) -> tuple[str, str, str]:
+    """(key, title, path) of the machine a row names (``devbox``, ``devbox unreachable since
+    14:02``; empty: this machine)."""
+    if not label:
+        return "machine:", "this machine", ""
+    name = label.split(" ", 1)[0]  # a machine's name has no space (docs/machines.md)
+    return f"machine:{name}", label, ""
 
 
 class ListRows(QAbstractListModel):
@@ -110,27 +125,39 @@ class ListRows(QAbstractListModel):
 
     rebuilt = Signal()
 
-    def __init__(self, source: AgentListModel, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        source: AgentListModel,
+        parent: QObject | None = None,
+        *,
+        folded: set[str] | None = None,
+        active: bool = True,
+        keep: Callable[[], object] | None = None,
+        restore: Callable[[object], None] | None = None,
+    ) -> None:
+        """``folded``: the groups folded at first; ``active``: rebuilt as the source changes
+        (not while the list is hidden); ``keep`` and ``restore``: the panel's place
+        (selection, scroll), kept across a rebuild."""
         super().__init__(parent)
         self.source = source
         self.grouping = Grouping.NONE
-        self.folded: set[str] = set()
+        self.folded: set[str] = set(folded or ())
         self.words: list[str] = []
         self.states: frozenset[AgentState] = frozenset()  # empty: every state
         self._rows: list[tuple[str, str]] = []  # ("a", agent id) | ("g", group key)
         self._groups: dict[str, GroupHeader] = {}
         self._row_of: dict[str, int] = {}
         self.hidden_counts: dict[AgentState, int] = {}
+        self.matched = 0  # agents the filter lets through (all of them, folded or not)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(0)
         self._timer.timeout.connect(self.flush)
         self._dirty = False
-        self.active = True
+        self.active = active
         self._last = 0.0  # monotonic time of the last rebuild
-        # The panel's place (selection, scroll) kept across a rebuild.
-        self.keep: Callable[[], object] | None = None
-        self.restore: Callable[[object], None] | None = None
+        self.keep = keep
+        self.restore = restore
         for signal in (
             source.rowsInserted,
             source.rowsRemoved,
@@ -182,6 +209,11 @@ class ListRows(QAbstractListModel):
         elif self._dirty:
             self.flush()
 
+    @property
+    def pending(self) -> bool:
+        """Whether a rebuild is scheduled (its timer runs)."""
+        return self._timer.isActive()
+
     def schedule(self, *_: object) -> None:
         self._dirty = True
         if self.active and not self._timer.isActive():
@@ -228,7 +260,12 @@ class ListRows(QAbstractListModel):
         if self.grouping is Grouping.NONE:
             rows = [("a", a.id) for a in shown]
         else:
-            keyer = state_key if self.grouping is Grouping.STATE else project_key
+            source = self.source
+            keyer: Callable[[Agent], tuple[str, str, str]] = {
+                Grouping.STATE: state_key,
+                Grouping.PROJECT: project_key,
+                Grouping.MACHINE: lambda a: machine_key(source.machine_label(a.id)),
+            }[self.grouping]
             members: dict[str, list[Agent]] = {}
             titles: dict[str, tuple[str, str]] = {}
             for agent in shown:  # urgency order: groups come in the order of their first
@@ -236,7 +273,7 @@ class ListRows(QAbstractListModel):
                 members.setdefault(key, []).append(agent)
                 titles.setdefault(key, (title, path))
             for key, group in members.items():
-                folded = key in self.folded
+                folded = key in self.folded and not self.filtered
                 visible = [a for a in group if not folded or a.state in ALWAYS_SHOWN]
                 title, path = titles[key]
                 groups[key] = GroupHeader(
@@ -249,6 +286,7 @@ class ListRows(QAbstractListModel):
                 )
                 rows.append(("g", key))
                 rows.extend(("a", a.id) for a in visible)
+        self.matched = len(shown)
         self.hidden_counts = {}
         for agent in hidden:
             self.hidden_counts[agent.state] = self.hidden_counts.get(agent.state, 0) + 1
@@ -358,6 +396,8 @@ class ListRows(QAbstractListModel):
             return None
         if role == IdRole:
             return ident
-        if role in (AgentRole, MissionRole, SearchRole) or role < Qt.ItemDataRole.UserRole:
+        if role in (AgentRole, MissionRole, SearchRole, MachineRole):
+            return self.source.data(self.source.index(row), role)
+        if role < Qt.ItemDataRole.UserRole:
             return self.source.data(self.source.index(row), role)
         return None

@@ -8,6 +8,8 @@
   ``start_daemon`` is given, it runs the daemon inside its own event loop
   (``start_daemon(stop_event)`` returns once ``stop_event`` is set), and it does
   so again later if the daemon it was a client of goes away;
+- the tray icon is shown and painted first (``first_frame.py``), then the link is made
+  and the daemon embedded, in the same loop;
 - Quit sets an asyncio.Event that ends ``amain`` (stopping the loop while a
   future is pending would raise); the embedded daemon stops, hosts and
   agents keep running.
@@ -36,6 +38,9 @@ Connector = Callable[[], Awaitable[DaemonLink]]
 EMBED_AFTER = 3.0  # seconds without a daemon before the app runs one itself
 DAEMON_READY_TIMEOUT = 15.0
 DAEMON_STOP_TIMEOUT = 10.0
+#: The longest the link (and so the embedded daemon's import and start) waits for the icon's
+#: first paint (first_frame.py); a panel that never exposes the icon does not hold it longer.
+FIRST_FRAME_WAIT = 1.0
 WAKE_MESSAGE = b"show\n"
 
 
@@ -114,7 +119,8 @@ def _run(
     import qasync
     from PySide6.QtWidgets import QApplication
 
-    from .controller import AppController, AppOptions
+    from .controller import AppController
+    from .options import AppOptions
 
     app = QApplication.instance() or QApplication(argv or ["volee"])
     assert isinstance(app, QApplication)
@@ -180,6 +186,11 @@ class AppSession:
         self._install_signals()
         await self._listen_wake()
         self.controller.show()
+        # The icon painted first, then the daemon (issue 27): its import and start hold the
+        # loop, and an icon not painted yet is an empty square in the panel meanwhile.
+        from .first_frame import first_frame
+
+        await first_frame(FIRST_FRAME_WAIT)
         linker = asyncio.ensure_future(self._link_up())
         await self.quit.wait()
         log.info("quitting; agents keep running")
@@ -208,6 +219,9 @@ class AppSession:
             try:
                 link = await self._connect_or_embed()
                 await self.controller.attach(link)
+                self.controller.daemon_where = (
+                    "inside the app" if self.embedded else "a separate process"
+                )
                 self.link = link
                 log.info(
                     "connected to the volee daemon (%s; %d agents)",

@@ -10,8 +10,10 @@ approved) is withdrawn from the screen by sinks that can (``withdraw``).
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -21,7 +23,9 @@ from PySide6.QtWidgets import QSystemTrayIcon
 from volee_desktop.core.registry import Registry
 
 from .live import Change
+from .mission_names import named_mission
 from .notify_policy import Notice, NotifySettings, Throttle, candidates, still_holds
+from .notifybus import BusSink, Vouch
 from .tasks import Tasks
 
 log = logging.getLogger(__name__)
@@ -145,15 +149,20 @@ class DesktopSink:
 
 
 class BalloonSink:
-    """The tray icon's own message balloon (no buttons: a click runs the action)."""
+    """The tray icon's own message balloon (no buttons: a click runs the action).
 
-    def __init__(self, tray: QSystemTrayIcon) -> None:
+    ``blocked`` says when not to use it: a StatusNotifierItem tray's balloon is a Notify
+    call of Qt's own to whoever owns the notification server's name, which may be refused.
+    """
+
+    def __init__(self, tray: QSystemTrayIcon, blocked: Callable[[], bool] | None = None) -> None:
         self.tray = tray
+        self.blocked = blocked or (lambda: False)
         self._activate: Activate | None = None
         tray.messageClicked.connect(self._clicked)
 
     async def show(self, notice: Notice, activate: Activate) -> bool:
-        if not (self.tray.isVisible() and QSystemTrayIcon.supportsMessages()):
+        if not (self.tray.isVisible() and QSystemTrayIcon.supportsMessages()) or self.blocked():
             return False
         self._activate = activate
         self.tray.showMessage(notice.title, notice.body, QSystemTrayIcon.MessageIcon.Information)
@@ -169,10 +178,20 @@ class NotificationCenter(QObject):
 
     shown = Signal(object)  # a Notice that was shown (tests, logs)
 
+    _sinks: list[NotificationSink] | Callable[[], list[NotificationSink]]
+
+    @property
+    def sinks(self) -> list[NotificationSink]:
+        """Where a notification goes, in order (the first that shows it wins)."""
+        if callable(self._sinks):
+            self._sinks = self._sinks()
+        sinks: list[NotificationSink] = self._sinks
+        return sinks
+
     def __init__(
         self,
         registry: Callable[[], Registry],
-        sinks: list[NotificationSink],
+        sinks: list[NotificationSink] | Callable[[], list[NotificationSink]],
         on_action: ActionCallback,
         focused: Callable[[], frozenset[str]] = frozenset,
         clock: Callable[[], float] = time.time,
@@ -182,7 +201,9 @@ class NotificationCenter(QObject):
         super().__init__(parent)
         self.settings = NotifySettings()
         self.throttle = Throttle()
-        self.sinks = sinks
+        # A callable: the sinks are made with the first notification (issue 27: what backend
+        # this desktop has is asked after the first frame, not before it).
+        self._sinks = sinks
         self._registry = registry
         self._on_action = on_action
         self._focused = focused
@@ -191,6 +212,10 @@ class NotificationCenter(QObject):
         # Shown notifications about one agent or mission, by subject, with the sink that
         # showed them: withdrawn once they no longer hold.
         self._on_screen: dict[str, tuple[Notice, NotificationSink]] = {}
+        #: The other machine an agent is on ("devbox"; "" for this one): titles name it.
+        self.machine_label: Callable[[str], str] = lambda _agent_id: ""
+        #: Whether an agent's machine is unreachable: its notifications are withdrawn.
+        self.unreachable: Callable[[str], bool] = lambda _agent_id: False
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self.flush)
@@ -218,7 +243,7 @@ class NotificationCenter(QObject):
         if self._on_screen:
             self._withdraw_stale()
         now = self._clock()
-        found = candidates(change, self.settings, self._focused(), now)
+        found = candidates(change, self.settings, self._focused(), now, self._registry())
         if found:
             self.throttle.offer(found, now)
             self._schedule()
@@ -227,7 +252,8 @@ class NotificationCenter(QObject):
         registry = self._registry()
         for subject, (notice, _sink) in list(self._on_screen.items()):
             # Not still_holds: a notification in front of the person stays until it is false.
-            if not still_holds(notice, registry, frozenset()):
+            unreachable = notice.agent is not None and self.unreachable(notice.agent)
+            if unreachable or not still_holds(notice, registry, frozenset()):
                 self._take_down(subject)
 
     def withdraw(self, subject: str) -> None:
@@ -262,7 +288,15 @@ class NotificationCenter(QObject):
             self._tasks.spawn(self._show(notice), f"notify {notice.title!r}")
         self._schedule()
 
+    def show_now(self, notice: Notice) -> None:
+        """Show ``notice`` at once, past the policy (an action of the person's that failed)."""
+        self._tasks.spawn(self._show(notice), f"notify {notice.title!r}")
+
     async def _show(self, notice: Notice) -> None:
+        notice = named_mission(notice, self._registry())  # a worker's names its mission
+        subject = notice.agent or notice.mission
+        if subject is not None and (where := self.machine_label(subject)):
+            notice = replace(notice, title=f"{where}: {notice.title}")  # another machine's
         key = notice.subject if notice.kind is not None else f"summary:{id(notice)}"
 
         def activate(choice: str = "open", text: str | None = None) -> None:
@@ -295,20 +329,31 @@ def default_sinks(
     tray: QSystemTrayIcon | None,
     icon: Path | None,
     problem: Callable[[], str | None] | None = None,
+    vouch: Vouch | None = None,
+    on_refused: Callable[[str | None], None] | None = None,
+    exported: bool = False,
 ) -> list[NotificationSink]:
-    """desktop-notifier, then the tray balloon; the balloon alone when desktop-notifier has
-    no real backend here (macOS outside a bundle drops everything while saying it sent it)."""
+    """The session bus with every peer identified (Linux, given ``vouch``: notifybus.py),
+    else desktop-notifier; then the tray balloon.  The balloon alone when there is no real
+    backend here (macOS outside a bundle drops everything while saying it sent it).
+    ``exported``: the tray is a StatusNotifierItem (its balloon goes over D-Bus too)."""
     from volee_desktop import notifycheck
 
     sinks: list[NotificationSink] = []
+    bus: BusSink | None = None
     why = (problem or notifycheck.problem)()
     if why is not None:
         log.warning("desktop notifications cannot be shown: %s", why)
+    elif sys.platform.startswith("linux") and vouch is not None:
+        bus = BusSink(vouch, on_refused or (lambda _why: None), icon=icon)
+        sinks.append(bus)
     else:
         try:
             sinks.append(DesktopSink(icon=icon))
         except Exception as exc:  # no backend on this platform
             log.warning("desktop notifications are not available (%s); using the tray", exc)
     if tray is not None:
-        sinks.append(BalloonSink(tray))
+        refused = bus
+        blocked = (lambda: refused.refusing is not None) if refused and exported else None
+        sinks.append(BalloonSink(tray, blocked))
     return sinks

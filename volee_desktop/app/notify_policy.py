@@ -30,9 +30,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from volee_desktop.core import events as ev
+from volee_desktop.core import limits
 from volee_desktop.core.events import RecoveryOutcome
 from volee_desktop.core.model import Agent, MissionStatus, RequestKind
 from volee_desktop.core.registry import Registry
+from volee_desktop.core.requests import unseen
 from volee_desktop.core.states import AgentState
 
 from .attention import choices_of, project_of
@@ -57,6 +59,7 @@ class Kind(StrEnum):
     INTERRUPTED = "interrupted"
     MISSION = "mission"
     DONE = "done"  # an agent finished its turn (off by default)
+    LIMIT = "limit"  # agents stopped by a usage limit: one notification for all (limits.md)
 
 
 class Action(StrEnum):
@@ -76,6 +79,7 @@ class NotifySettings:
     interrupted: bool = True
     mission: bool = True
     done: bool = False
+    limit: bool = True
     paused: bool = False
 
     def allows(self, kind: Kind) -> bool:
@@ -107,7 +111,22 @@ class Notice:
 
     @property
     def subject(self) -> str:
-        return self.agent or self.mission or ""
+        return self.agent or self.mission or (LIMIT_SUBJECT if self.kind is Kind.LIMIT else "")
+
+
+REVIEW_CHOICE = "review"  # a done agent's notification: open its Changes view
+LIMIT_SUBJECT = "limits"  # the one limit notification replaces the one before
+
+
+def limit_notice(registry: Registry, now: float) -> Notice | None:
+    """ "Usage limit reached" — "27 agents wait; resets 16:20 (in 2 h 13 min)", for every agent
+    that waits on a limit (core.limits.notice), or None when none waits."""
+    agents = [a for a in registry.agents.values() if not a.held]
+    notice = limits.notice(agents, now, clock_time)
+    if notice is None:
+        return None
+    waiting = tuple(a.id for a in agents if limits.waits(a))
+    return Notice(Kind.LIMIT, notice.title, notice.body, Action.OPEN, subjects=waiting)
 
 
 def clock_time(at: float) -> str:
@@ -126,9 +145,13 @@ def request_title(agent: Agent) -> str:
 
 
 def request_body(agent: Agent) -> str:
-    """What it asks (one line), then where and since when: the project and the time."""
+    """What it asks (one line; what that line leaves out, when it does), then where and since
+    when: the project and the time."""
     request = agent.request
     what = (request.summary if request is not None else "") or agent.detail or "needs your input"
+    hidden = unseen(request)
+    if hidden is not None:
+        what = f"{what}\n{hidden}"
     where = project_of(agent)
     since = request.at if request is not None and request.at else agent.state_since
     tail = " · ".join(
@@ -138,10 +161,13 @@ def request_body(agent: Agent) -> str:
 
 
 def needs_input_notice(agent: Agent) -> Notice:
-    """The notification of an agent that needs you: its request, its answers, Open."""
+    """The notification of an agent that needs you: its request, its answers, Open; only Open
+    when its one line does not show all of it (the person reads it all in the agent's window
+    before answering)."""
     request = agent.request
-    kind = str(request.kind) if request is not None else "dialog"
+    kind = request.kind if request is not None else RequestKind.DIALOG
     options = tuple(request.options) if request is not None else ()
+    hidden = unseen(request) is not None
     return Notice(
         Kind.NEEDS_INPUT,
         request_title(agent),
@@ -150,8 +176,8 @@ def needs_input_notice(agent: Agent) -> Notice:
         agent=agent.id,
         state=AgentState.NEEDS_INPUT,
         request=request.id if request is not None else None,
-        choices=choices_of(kind, options),
-        reply=kind != "permission",
+        choices=() if hidden else choices_of(kind, options),
+        reply=kind is not RequestKind.PERMISSION and not hidden,
         name=agent.name,
     )
 
@@ -185,6 +211,8 @@ def done_notice(agent: Agent, message: str) -> Notice:
     """An agent finished its turn: its last message (``last_assistant_message`` of Stop)."""
     where = project_of(agent)
     body = message or agent.detail or "finished its turn"
+    # An agent with a branch or worktree of its own has a change to review (its Changes view).
+    review = ((REVIEW_CHOICE, "Review"),) if agent.worktree or agent.branch else ()
     return Notice(
         Kind.DONE,
         f"{agent.name} is done" + (f" in {where}" if where else ""),
@@ -192,6 +220,7 @@ def done_notice(agent: Agent, message: str) -> Notice:
         Action.OPEN,
         agent=agent.id,
         state=AgentState.DONE,
+        choices=review,
     )
 
 
@@ -200,8 +229,10 @@ def candidates(
     settings: NotifySettings,
     focused: frozenset[str] = frozenset(),
     now: float | None = None,
+    registry: Registry | None = None,
 ) -> list[Notice]:
-    """The notifications one applied event deserves (before throttling)."""
+    """The notifications one applied event deserves (before throttling); with the
+    ``registry``, one for all the agents that wait on a limit when one more does."""
     event = change.event
     if settings.paused or isinstance(event, ev.StopRequested):
         return []
@@ -211,6 +242,11 @@ def candidates(
     for before, after in change.agents:
         if after is None or after.id in focused or after.held:
             continue  # forgotten, in front of the person, or stopped by the person
+        if registry is not None and limits.waits(after) and not (before and limits.waits(before)):
+            notice = limit_notice(registry, event.at if now is None else now)
+            if notice is not None:
+                found.append(notice)
+            continue
         if isinstance(event, ev.RecoveryDecided) and event.agent == after.id:
             if event.outcome not in NOT_NEWS_OUTCOMES:
                 found.append(
@@ -273,6 +309,8 @@ def still_holds(notice: Notice, registry: Registry, focused: frozenset[str]) -> 
     if notice.mission is not None:
         mission = registry.missions.get(notice.mission)
         return mission is not None and mission.status is MissionStatus.AWAITING_APPROVAL
+    if notice.kind is Kind.LIMIT:  # withdrawn when the limit lifts (or all were continued)
+        return any(_still_limited(registry.agents.get(s)) for s in notice.subjects)
     if notice.subjects:  # a summary holds while any of its agents still waits
         return any(_still_waiting(registry.agents.get(s)) for s in notice.subjects)
     return True
@@ -282,6 +320,10 @@ def open_request(agent: Agent) -> str | None:
     """The id of the agent's request while it is open (None when answered or when none)."""
     request = agent.request
     return request.id if request is not None and not request.answered else None
+
+
+def _still_limited(agent: Agent | None) -> bool:
+    return agent is not None and not agent.held and limits.waits(agent)
 
 
 def _still_waiting(agent: Agent | None) -> bool:

@@ -3,8 +3,11 @@
 The panel knows nothing of the daemon: it emits ``action(name, agent_id)`` and
 the app's ``Actions`` carry it out.  Keyboard: type to filter, Down/Up to move,
 Enter opens, Ctrl+R reply, Ctrl+S stop, Ctrl+E resume, Ctrl+T timeline,
-Ctrl+Delete forget, Ctrl+F the filter, Escape clears the filter then hides;
+Ctrl+Delete forget, Ctrl+F the filter, Escape clears the filter then hides (not a
+pinned list); Shift/Ctrl-click and Ctrl+A select several agents for stop, resume and
+forget;
 Ctrl+N goes to the next agent that needs you, Ctrl+Shift+F to the next failed one;
+Ctrl+Shift+N (or "New…") opens the New agent dialog (app/new_agent.py);
 Ctrl+K compact rows, Ctrl+G the next grouping; Left folds the selected agent's group,
 Right unfolds it.  While the selected agent needs you, its request shows above the
 buttons with its answers: Ctrl+Y allow, Ctrl+D deny, or Alt+1… a question's options.
@@ -12,47 +15,35 @@ buttons with its answers: Ctrl+Y allow, Ctrl+D deny, or Alt+1… a question's op
 The list never hides what needs you: a filter (typed, or a count of the header
 clicked) is said above the rows and shows the agents that need you or failed beneath
 the ones it matches; closing the list clears it; opening the list selects the most
-urgent agent.  Its size, position, compact mode, grouping and folds are remembered
-(``ListPrefs``).
+urgent agent.  Its size, position, compact mode, grouping, folds and pin are
+remembered (``ListPrefs``).  Pinned ("Keep open") it is a plain window that stays when
+the person clicks elsewhere; unpinned, the tray's popup, which closes when the focus
+leaves volee, never for a window volee opened itself.
 """
 
 from __future__ import annotations
 
-import time
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import (
-    QEvent,
     QItemSelectionModel,
     QModelIndex,
-    QObject,
     QPoint,
-    QRect,
     Qt,
     QTimer,
     Signal,
 )
 from PySide6.QtGui import (
-    QAction,
-    QCloseEvent,
-    QGuiApplication,
     QHideEvent,
-    QKeyEvent,
     QKeySequence,
-    QMoveEvent,
-    QResizeEvent,
     QShowEvent,
 )
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QApplication,
-    QComboBox,
-    QHBoxLayout,
     QLabel,
-    QLineEdit,
     QListView,
     QMenu,
-    QPushButton,
     QSizeGrip,
     QToolButton,
     QVBoxLayout,
@@ -62,64 +53,44 @@ from PySide6.QtWidgets import (
 from volee_desktop.core.model import Agent, RequestKind
 from volee_desktop.core.states import AgentState
 
+from .action_bar import MANY, ActionBar
 from .actions import Action
 from .agent_model import AgentListModel, AgentRole, IdRole
-from .attention import MissionLine, is_answer, label, short
+from .attention import MissionLine, is_answer
+from .choices import MAX_OPTIONS, PERMISSION, choices
 from .delegate import AgentDelegate
+from .filter_note import FilterNote, StatusLine
+from .list_keys import ListKeys
+from .list_menu import agent_menu, show_menu_at
+from .list_place import keep_place, restore_place
 from .list_prefs import ListPrefs
 from .list_rows import STATE_FILTERS, Grouping, ListRows
-from .texts import STATE_LABEL, action_label, can_resume, can_stop, summary_links
+from .list_toolbar import COMPACT_KEY, GROUP_KEY, GROUPINGS, ListToolbar
+from .list_window import ListWindow
+from .many_bar import show_selection
+from .missions_strip import MissionsStrip
+from .request_bar import RequestBar
+from .shortcuts import add_shortcut, keys
+from .texts import STATE_LABEL, summary_links
 
-# (action, button text, shortcut)
-ACTIONS: tuple[tuple[Action, str, str], ...] = (
-    (Action.OPEN, "Open", "Return"),
-    (Action.REPLY, "Reply…", "Ctrl+R"),
-    (Action.STOP, "Stop", "Ctrl+S"),
-    (Action.RESUME, "Resume", "Ctrl+E"),
-    (Action.TIMELINE, "Timeline", "Ctrl+T"),
-    (Action.FORGET, "Forget…", "Ctrl+Delete"),
-)
-# Answers to the selected agent's request (shown above the buttons while it needs you).
-ANSWERS: tuple[tuple[str, str, str], ...] = (
-    ("allow", "Allow", "Ctrl+Y"),
-    ("deny", "Deny", "Ctrl+D"),
-)
-OPTION_KEYS = ("Alt+1", "Alt+2", "Alt+3", "Alt+4", "Alt+5", "Alt+6")
-EXTRA_ACTIONS: tuple[tuple[Action, str], ...] = (
-    (Action.OUTPUT, "Show recent output"),
-    (Action.TERMINAL, "Attach in a terminal"),
-)
 # (what, shortcut, words): moving to the next agent that needs you or failed, and the
 # list's modes.
 JUMPS: tuple[tuple[AgentState, str, str], ...] = (
     (AgentState.NEEDS_INPUT, "Ctrl+N", "Next agent that needs you"),
     (AgentState.FAILED, "Ctrl+Shift+F", "Next failed agent"),
 )
-COMPACT_KEY = "Ctrl+K"
-GROUP_KEY = "Ctrl+G"
-GROUPINGS: tuple[tuple[Grouping, str], ...] = (
-    (Grouping.NONE, "No groups"),
-    (Grouping.STATE, "By state"),
-    (Grouping.PROJECT, "By project"),
-)
-_NATIVE = QKeySequence.SequenceFormat.NativeText
-
-
-def keys(shortcut: str) -> str:
-    return QKeySequence(shortcut).toString(_NATIVE)
-
-
+NEW_KEY = "Ctrl+Shift+N"
 REPAINT_MS = 20_000  # "3 min" in the rows moves on while the panel is open
 
 
-class AgentPanel(QWidget):
+class AgentPanel(ListWindow):
     """The list of agents, most urgent first, with a filter and per-row actions."""
 
     action = Signal(str, str)  # (action, agent id)
     review = Signal(str)  # a mission id: open its approval dialog
     answer = Signal(str, str, str)  # (allow | deny | option:N, agent id, the request shown)
-    hidden = Signal()
-    closed = Signal()  # the person closed the window (not the popup): without a tray, quit
+    many = Signal(str, list)  # (stop | resume | forget | allow, the selected agents' ids)
+    new_agent = Signal()  # open the New agent dialog
 
     def __init__(
         self,
@@ -128,24 +99,21 @@ class AgentPanel(QWidget):
         popup: bool = True,
         prefs_path: Path | None = None,
     ):
-        super().__init__(parent)
+        super().__init__(ListPrefs.load(prefs_path), popup, parent)
         self.setObjectName("agentPanel")
         self.setWindowTitle("Agents — volee")
-        self.popup = popup
-        self.hidden_at = 0.0  # when it last hid itself because the person clicked elsewhere
-        if popup:
-            self.setWindowFlags(Qt.WindowType.Tool | Qt.WindowType.WindowStaysOnTopHint)
         self.model = model
         self.prefs_path = prefs_path
-        self.prefs = ListPrefs.load(prefs_path)
-        self.rows = ListRows(model, self)
-        self.rows.active = False  # until shown
-        self.rows.folded = set(self.prefs.folded)
-        self.rows.keep = self._keep_place
-        self.rows.restore = self._restore_place
+        self.rows = ListRows(
+            model,
+            self,
+            folded=set(self.prefs.folded),
+            active=False,  # until shown
+            keep=self._keep_place,
+            restore=self._restore_place,
+        )
         self.state_filter: AgentState | None = None
         self._summary = ""
-        self._placing = False  # moves volee makes (next to the tray) are not the person's
 
         self.header = QLabel(self)
         self.header.setObjectName("summary")
@@ -153,51 +121,24 @@ class AgentPanel(QWidget):
         self.header.setToolTip("Click a count to show only those agents")
         self.header.linkActivated.connect(self._header_clicked)
         # Missions waiting for approval: above the agents, each with its Review button.
-        self.missions = QWidget(self)
-        self.missions.setObjectName("missions")
-        self.missions_layout = QVBoxLayout(self.missions)
-        self.missions_layout.setContentsMargins(0, 0, 0, 0)
-        self.missions_layout.setSpacing(4)
-        self.missions.hide()
-        self.mission_rows: dict[str, tuple[QWidget, QLabel]] = {}
-        self._mission_lines: list[MissionLine] = []
-        self.filter = QLineEdit(self)
-        self.filter.setObjectName("filter")
-        self.filter.setPlaceholderText("Filter agents (name, state, detail, folder, mission)…")
-        self.filter.setClearButtonEnabled(True)
+        self.missions = MissionsStrip(self)
+        self.missions.review.connect(self.review.emit)
+        self.mission_rows = self.missions.rows
+        self.toolbar = ListToolbar(self, self.prefs.pinned)
+        self.filter = self.toolbar.filter
         self.filter.textChanged.connect(self._filter_changed)
-        self.filter.installEventFilter(self)
-        self.compact = QToolButton(self)
-        self.compact.setObjectName("compact")
-        self.compact.setText("Compact")
-        self.compact.setCheckable(True)
-        self.compact.setToolTip(f"One line per agent ({keys(COMPACT_KEY)})")
+        self.compact = self.toolbar.compact
         self.compact.toggled.connect(self.set_compact)
-        self.grouping = QComboBox(self)
-        self.grouping.setObjectName("grouping")
-        for grouping, words in GROUPINGS:
-            self.grouping.addItem(words, grouping.value)
-        self.grouping.setToolTip(f"Group the agents ({keys(GROUP_KEY)}: the next grouping)")
+        self.grouping = self.toolbar.grouping
         self.grouping.currentIndexChanged.connect(
             lambda i: self.set_grouping(Grouping(self.grouping.itemData(i)))
         )
+        self.pin = self.toolbar.pin
+        self.pin.toggled.connect(self.set_pinned)
         # What a filter hides, said while it is set (with a way out).
-        self.filter_note = QWidget(self)
-        self.filter_note.setObjectName("filterNote")
-        note = QHBoxLayout(self.filter_note)
-        note.setContentsMargins(0, 0, 0, 0)
-        self.filter_label = QLabel(self.filter_note)
-        self.filter_label.setObjectName("filterLabel")
-        self.filter_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.filter_label.setWordWrap(True)
-        clear = QPushButton("Show all", self.filter_note)
-        clear.setObjectName("clearFilter")
-        clear.setAutoDefault(False)
-        clear.setToolTip(f"Clear the filter ({keys('Esc')})")
-        clear.clicked.connect(self.clear_filter)
-        note.addWidget(self.filter_label, 1)
-        note.addWidget(clear)
-        self.filter_note.hide()
+        self.filter_note = FilterNote(self)
+        self.filter_note.clear.connect(self.clear_filter)
+        self.filter_label = self.filter_note.label
 
         self.view = QListView(self)
         self.view.setObjectName("agents")
@@ -206,122 +147,70 @@ class AgentPanel(QWidget):
         self.view.setItemDelegate(self.delegate)
         self.view.setUniformItemSizes(True)  # 500 rows: no per-row size queries
         self.view.clicked.connect(self._clicked)
-        self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        # Shift/Ctrl-click and Ctrl+A select several agents (headers are not selectable).
+        self.view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._context_menu)
         self.view.doubleClicked.connect(lambda _: self.trigger(Action.OPEN))
         self.view.selectionModel().currentChanged.connect(lambda *_: self._update_buttons())
+        self.view.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
         self.rows.rebuilt.connect(self._rebuilt)
         self.rows.dataChanged.connect(lambda *_: self._update_buttons())
 
-        self.empty = QLabel("No agents yet. Start one with `volee spawn`.", self)
+        self.new = QToolButton(self)
+        self.new.setObjectName("newAgent")
+        self.new.setText("New…")
+        self.new.setToolTip(f"Start a new agent ({keys(NEW_KEY)})")
+        self.new.clicked.connect(self.new_agent.emit)
+        add_shortcut(self, NEW_KEY, self.new_agent.emit, "New agent…")
+        self.empty = QLabel(f"No agents yet. Start one with New… ({keys(NEW_KEY)}).", self)
         self.empty.setObjectName("empty")
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty.setWordWrap(True)
 
-        self.buttons: dict[str, QPushButton] = {}
-        self.qactions: dict[str, QAction] = {}
-        bar = QHBoxLayout()
-        bar.setSpacing(4)
-        for name, text, shortcut in ACTIONS:
-            button = QPushButton(text, self)
-            button.setObjectName(f"action-{name}")
-            button.setAutoDefault(False)
-            button.setToolTip(f"{text.rstrip('…')} ({keys(shortcut)})")
-            button.clicked.connect(lambda _=False, n=name: self.trigger(n))
-            self.buttons[name] = button
-            bar.addWidget(button)
-            qaction = QAction(text, self)
-            qaction.setShortcut(QKeySequence(shortcut))
-            qaction.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-            qaction.triggered.connect(lambda _=False, n=name: self.trigger(n))
-            self.addAction(qaction)
-            self.qactions[name] = qaction
+        self.action_bar = ActionBar(self, self.trigger)
+        self.buttons = self.action_bar.buttons
+        self.qactions = self.action_bar.qactions
         # The selected agent's request and its answers (Allow / Deny, or a question's options).
-        self.request_bar = QWidget(self)
-        self.request_bar.setObjectName("requestBar")
-        rbar = QHBoxLayout(self.request_bar)
-        rbar.setContentsMargins(0, 0, 0, 0)
-        rbar.setSpacing(4)
-        self.request_label = QLabel(self.request_bar)
-        self.request_label.setObjectName("request")
-        self.request_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.request_label.setMinimumWidth(80)
-        rbar.addWidget(self.request_label, 1)
-        self.answer_buttons: dict[str, QPushButton] = {}
-        for answer, text, shortcut in ANSWERS:
-            button = QPushButton(text, self.request_bar)
-            button.setObjectName(f"answer-{answer}")
-            button.setAutoDefault(False)
-            button.setToolTip(f"{text} ({QKeySequence(shortcut).toString(_NATIVE)})")
-            button.clicked.connect(lambda _=False, n=answer: self.trigger(n))
-            rbar.addWidget(button)
-            self.answer_buttons[answer] = button
-            qaction = QAction(text, self)
-            qaction.setShortcut(QKeySequence(shortcut))
-            qaction.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-            qaction.triggered.connect(lambda _=False, n=answer: self._answer(n))
-            self.addAction(qaction)
-            self.qactions[answer] = qaction
-        for n, shortcut in enumerate(OPTION_KEYS, start=1):
-            button = QPushButton(self.request_bar)
-            button.setObjectName(f"answer-option:{n}")
-            button.setAutoDefault(False)
-            button.clicked.connect(lambda _=False, k=n: self.trigger(f"option:{k}"))
-            rbar.addWidget(button)
-            self.answer_buttons[f"option:{n}"] = button
-            qaction = QAction(f"Option {n}", self)
-            qaction.setShortcut(QKeySequence(shortcut))
-            qaction.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-            qaction.triggered.connect(lambda _=False, k=n: self._answer(f"option:{k}"))
-            self.addAction(qaction)
-        self.request_bar.hide()
+        self.request_bar = RequestBar(self)
+        self.request_bar.chosen.connect(self.trigger)
+        self.request_label = self.request_bar.label
+        self.answer_buttons = self.request_bar.buttons
+        for choice in (*PERMISSION, *choices(RequestKind.QUESTION, [""] * MAX_OPTIONS)):
+            words = choice.text or f"Option {choice.name.partition(':')[2]}"
+            qaction = add_shortcut(self, choice.key, partial(self._answer, choice.name), words)
+            if choice in PERMISSION:
+                self.qactions[choice.name] = qaction
         self._shown_request: str | None = None  # the id of the request the bar shows
         # Return is handled by the view and the filter box (eventFilter): the filter
         # box would otherwise swallow it.
         self.qactions[Action.OPEN].setShortcut(QKeySequence())
-        find = QAction("Filter", self)
-        find.setShortcut(QKeySequence("Ctrl+F"))
-        find.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        find.triggered.connect(self.focus_filter)
-        self.addAction(find)
+        add_shortcut(self, "Ctrl+F", self.focus_filter, "Filter")
         for state, shortcut, words in JUMPS:
-            jump = QAction(words, self)
-            jump.setShortcut(QKeySequence(shortcut))
-            jump.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-            jump.triggered.connect(lambda _=False, s=state: self.next_in(s))
-            self.addAction(jump)
+            jump = add_shortcut(self, shortcut, partial(self.next_in, state), words)
             self.qactions[f"next-{state.value}"] = jump
-        for shortcut, slot in (
-            (COMPACT_KEY, lambda: self.compact.toggle()),
-            (GROUP_KEY, self.next_grouping),
-        ):
-            mode = QAction(self)
-            mode.setShortcut(QKeySequence(shortcut))
-            mode.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-            mode.triggered.connect(slot)
-            self.addAction(mode)
-        self.view.installEventFilter(self)
+        add_shortcut(self, COMPACT_KEY, self.compact.toggle)
+        add_shortcut(self, GROUP_KEY, self.next_grouping)
+        self.keys = ListKeys(
+            self.filter,
+            self.view,
+            open_current=lambda: self.trigger(Action.OPEN),
+            escape=self.escape,
+            agent_rows=self._flushed_agent_rows,
+            set_row=self._set_row,
+            fold=self._fold_current,
+        )
 
-        self.status = QLabel(self)
-        self.status.setObjectName("status")
-        self.status.setWordWrap(True)
-        self.status.hide()
-        # An action's error is about that action: it goes at the next action or opening.
-        self._status_transient = False
+        self.status = StatusLine(self)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.setSpacing(6)
         layout.addWidget(self.header)
         layout.addWidget(self.missions)
-        top = QHBoxLayout()
-        top.setSpacing(4)
-        top.addWidget(self.filter, 1)
-        top.addWidget(self.grouping)
-        top.addWidget(self.compact)
-        layout.addLayout(top)
+        self.toolbar.row.insertWidget(0, self.new)
+        layout.addLayout(self.toolbar.row)
         layout.addWidget(self.filter_note)
         layout.addWidget(self.view, 1)
         layout.addWidget(self.empty, 1)
@@ -329,19 +218,18 @@ class AgentPanel(QWidget):
         layout.addWidget(self.request_bar)
         # A popup has no frame to pull on: a grip in its corner resizes it.
         self.grip = QSizeGrip(self)
-        bar.addWidget(self.grip, 0, Qt.AlignmentFlag.AlignBottom | Qt.AlignmentFlag.AlignRight)
-        layout.addLayout(bar)
+        bottom = self.action_bar.row
+        bottom.addWidget(self.grip, 0, Qt.AlignmentFlag.AlignBottom | Qt.AlignmentFlag.AlignRight)
+        layout.addLayout(bottom)
         self.setMinimumSize(360, 300)
         self.resize(*self.prefs.size)
         self.compact.setChecked(self.prefs.compact)
-        self.grouping.setCurrentIndex(
-            next(i for i, (g, _w) in enumerate(GROUPINGS) if g.value == self.prefs.grouping)
-        )
+        self.grouping.setCurrentIndex(self.toolbar.grouping_index(self.prefs.grouping))
 
         self._repaint = QTimer(self)
         self._repaint.setInterval(REPAINT_MS)
         self._repaint.timeout.connect(self.view.viewport().update)
-        self._repaint.timeout.connect(self._refresh_mission_times)
+        self._repaint.timeout.connect(self.missions.refresh_times)
         self._ensure_current()
 
     # --- what is selected ------
@@ -349,6 +237,15 @@ class AgentPanel(QWidget):
     def current_agent(self) -> Agent | None:
         agent = self.view.currentIndex().data(AgentRole)
         return agent if isinstance(agent, Agent) else None
+
+    def selected_ids(self) -> list[str]:
+        """The selected agents, top to bottom (the current one alone when none is)."""
+        rows = sorted(i.row() for i in self.view.selectionModel().selectedIndexes())
+        ids = [i for r in rows if isinstance(i := self.rows.index(r, 0).data(IdRole), str)]
+        if not ids:
+            current = self.current_id()
+            return [current] if current is not None else []
+        return ids
 
     def current_id(self) -> str | None:
         value = self.view.currentIndex().data(IdRole)
@@ -374,45 +271,19 @@ class AgentPanel(QWidget):
         self.rows.flush()
         return self.rows.shown_ids()
 
-    def listed_ids(self) -> list[str]:
-        """Every agent row on the list, the ones shown beneath a filter included."""
-        self.rows.flush()
-        return self.rows.agent_ids()
-
     def _agent_rows(self) -> list[int]:
         return [r for r in range(self.rows.rowCount()) if self.rows.agent_at(r) is not None]
 
+    def _flushed_agent_rows(self) -> list[int]:
+        self.rows.flush()
+        return self._agent_rows()
+
     def _keep_place(self) -> object:
-        """The selected agent, and the row at the top of the view with where it is."""
-        top = self.view.indexAt(QPoint(1, 1))
-        key = self.rows.key_at(top.row()) if top.isValid() else None
-        offset = self.view.visualRect(top).top() if top.isValid() else 0
-        return (self.current_id(), key, offset, self.view.verticalScrollBar().value())
+        several = len(self.view.selectionModel().selectedIndexes()) > 1
+        return keep_place(self.view, self.rows, self.selected_ids() if several else [])
 
     def _restore_place(self, place: object) -> None:
-        """After a rebuild: the same agent selected, and the row that was at the top of the
-        view where it was (rows moving above it do not move what the person looks at;
-        setting the current row would scroll to it: not while they look elsewhere)."""
-        if not isinstance(place, tuple):
-            return
-        agent_id, key, offset, scroll = place
-        row = self.rows.row_of(agent_id) if agent_id is not None else None
-        if self.isVisible():
-            self.view.doItemsLayout()  # the scroll range of the new rows, now
-        self.view.setAutoScroll(False)
-        try:
-            if row is not None:
-                self.view.selectionModel().setCurrentIndex(
-                    self.rows.index(row, 0), QItemSelectionModel.SelectionFlag.ClearAndSelect
-                )
-        finally:
-            self.view.setAutoScroll(True)
-        bar = self.view.verticalScrollBar()
-        bar.setValue(scroll)
-        top = self.rows.row_of_key(key) if isinstance(key, str) else None
-        if top is not None and scroll > 0:
-            moved = self.view.visualRect(self.rows.index(top, 0)).top() - offset
-            bar.setValue(bar.value() + moved)
+        restore_place(self.view, self.rows, place, self.isVisible())
 
     def _rebuilt(self) -> None:
         self._ensure_current()
@@ -462,7 +333,7 @@ class AgentPanel(QWidget):
         self._save_prefs()
 
     def set_grouping(self, grouping: Grouping) -> None:
-        index = next(i for i, (g, _w) in enumerate(GROUPINGS) if g is grouping)
+        index = self.toolbar.grouping_index(grouping.value)
         if self.grouping.currentIndex() != index:
             self.grouping.setCurrentIndex(index)  # comes back here
             return
@@ -540,22 +411,13 @@ class AgentPanel(QWidget):
         if not self.rows.filtered:
             self.filter_note.hide()
             return
-        what = []
-        if self.state_filter is not None:
-            what.append(
-                f"only agents that {STATE_LABEL[self.state_filter]}"
-                if self.state_filter is AgentState.NEEDS_INPUT
-                else f"only {STATE_LABEL[self.state_filter]} agents"
-            )
-        if self.rows.words:
-            what.append(f"matching “{' '.join(self.rows.words)}”")
-        shown = len(self.rows.shown_ids())
-        text = f"Filtered: {' '.join(what)} ({shown} of {self.model.rowCount()})"
-        hidden = sum(self.rows.hidden_counts.values())
-        if hidden:
-            text += f"; {hidden} that need you or failed shown beneath"
-        self.filter_label.setText(text)
-        self.filter_note.show()
+        self.filter_note.say(
+            self.state_filter,
+            self.rows.words,
+            self.rows.matched,
+            self.model.rowCount(),
+            sum(self.rows.hidden_counts.values()),
+        )
 
     # --- actions ------
 
@@ -563,6 +425,11 @@ class AgentPanel(QWidget):
         if self.rows.flush():
             self._ensure_current()
         agent_id = self.current_id()
+        selected = self.selected_ids()
+        if (name in MANY or name == "allow") and len(selected) > 1:
+            self._clear_transient()
+            self.many.emit(name, selected)
+            return
         if agent_id is not None and is_answer(name):
             # The answer names the request the bar shows: never one that came after it.
             self._clear_transient()
@@ -573,20 +440,19 @@ class AgentPanel(QWidget):
             self.action.emit(name, agent_id)
 
     def _answer(self, name: str) -> None:
-        """A shortcut for an answer: only while the selected agent offers it."""
+        """A shortcut for an answer: only while the selected agent offers it (on a selection,
+        Allow that is off still says why)."""
         button = self.answer_buttons.get(name)
-        if button is not None and button.isVisible() and button.isEnabled():
+        several = name == "allow" and len(self.selected_ids()) > 1
+        if button is not None and button.isVisible() and (button.isEnabled() or several):
             self.trigger(name)
 
     def show_status(self, text: str, transient: bool = False) -> None:
         """Show ``text`` under the list; a transient one goes at the next action or opening."""
-        self.status.setText(text)
-        self.status.setVisible(bool(text))
-        self._status_transient = transient and bool(text)
+        self.status.say(text, transient)
 
     def _clear_transient(self) -> None:
-        if self._status_transient:
-            self.show_status("")
+        self.status.clear_transient()
 
     def summary(self) -> str:
         """The header's words (its counts are links)."""
@@ -596,46 +462,9 @@ class AgentPanel(QWidget):
         self._summary = text
         self.header.setText(summary_links(text, self.state_filter))
 
-    def _refresh_mission_times(self) -> None:
-        if self._mission_lines:  # "waiting 4 min" moves on while the list is open
-            self.set_missions(self._mission_lines, time.time())
-
     def set_missions(self, lines: list[MissionLine], now: float) -> None:
-        """Show the missions that wait for approval (none: the section is hidden)."""
-        self._mission_lines = lines
-        wanted = {m.id for m in lines}
-        for mission_id in [m for m in self.mission_rows if m not in wanted]:
-            box, _label = self.mission_rows.pop(mission_id)
-            self.missions_layout.removeWidget(box)
-            box.deleteLater()
-        for line in lines:
-            row = self.mission_rows.get(line.id)
-            if row is None:
-                box = QWidget(self.missions)
-                box.setObjectName(f"mission-{line.id}")
-                box.setStyleSheet(
-                    f"#mission-{line.id} {{ background: #fff4e6; border: 1px solid #ffa94d;"
-                    " border-radius: 4px; }"
-                )
-                hbox = QHBoxLayout(box)
-                hbox.setContentsMargins(8, 4, 4, 4)
-                label = QLabel(box)
-                label.setTextFormat(Qt.TextFormat.PlainText)
-                label.setStyleSheet("color: #212529;")
-                label.setWordWrap(True)  # a long goal must not widen the list
-                label.setMinimumWidth(120)
-                button = QPushButton("Review…", box)
-                button.setObjectName(f"review-{line.id}")
-                button.setAutoDefault(False)
-                button.setToolTip("Review the mission's report and each worker's change")
-                button.clicked.connect(lambda _=False, m=line.id: self.review.emit(m))
-                hbox.addWidget(label, 1)
-                hbox.addWidget(button)
-                self.missions_layout.addWidget(box)
-                row = self.mission_rows[line.id] = (box, label)
-            row[1].setText("◆ Mission to approve: " + line.text(now))
-            row[1].setToolTip(line.goal)
-        self.missions.setVisible(bool(lines))
+        """Show the missions that wait for approval (none: the strip is hidden)."""
+        self.missions.set_missions(lines, now)
 
     def focus_filter(self) -> None:
         self.filter.setFocus()
@@ -643,6 +472,11 @@ class AgentPanel(QWidget):
 
     def _filter_changed(self, text: str) -> None:
         self.rows.set_text(text)
+        shown = self.rows.shown_ids()
+        if text.strip() and shown and self.current_id() not in shown:
+            # What is typed is what the person looks for: its first match, not an agent
+            # shown beneath it (Down, Return then opened that one; issue 26's trial).
+            self.select(shown[0])
         self._ensure_current()
         self._update_filter_note()
 
@@ -660,193 +494,62 @@ class AgentPanel(QWidget):
     def _update_buttons(self) -> None:
         agent = self.current_agent()
         self._update_request(agent)
-        for button in self.buttons.values():
-            button.setEnabled(agent is not None)
-        if agent is None:
-            return
-        self.buttons[Action.STOP].setEnabled(can_stop(agent))
-        self.buttons[Action.RESUME].setEnabled(can_resume(agent))
-        self.buttons[Action.RESUME].setText(action_label(agent))
-        self.qactions[Action.RESUME].setText(action_label(agent))
+        selected = [a for i in self.selected_ids() if (a := self.model.agent(i)) is not None]
+        self.action_bar.update(agent, selected)
 
     def _update_request(self, agent: Agent | None) -> None:
         request = agent.request if agent is not None else None
         self._shown_request = None
+        selected = [a for i in self.selected_ids() if (a := self.model.agent(i)) is not None]
+        if len(selected) > 1:  # the bar speaks for the selection (app/many_bar.py)
+            show_selection(self.request_bar, self.request_label, self.answer_buttons, selected)
+            return
+        self.request_bar.reset_allow()
         if agent is None or request is None or agent.state is not AgentState.NEEDS_INPUT:
             self.request_bar.hide()
             return
         self._shown_request = request.id
-        answered = bool(request.answered)
-        self.request_label.setText(
+        self.request_bar.show_request(
             f"{agent.name} asks: {request.summary or agent.detail}"
-            + (f" (answered: {request.answered})" if answered else "")
+            + (f" (answered: {request.answered})" if request.answered else ""),
+            request.summary,
+            choices(request.kind, request.options),
+            enabled=not request.answered,
         )
-        self.request_label.setToolTip(request.summary)
-        permission = request.kind is RequestKind.PERMISSION
-        for name, _text, _shortcut in ANSWERS:
-            self.answer_buttons[name].setVisible(permission)
-            self.answer_buttons[name].setEnabled(not answered)
-        options = request.options if request.kind is RequestKind.QUESTION else ()
-        for n, key in enumerate(OPTION_KEYS, start=1):
-            button = self.answer_buttons[f"option:{n}"]
-            if n <= len(options):
-                button.setText(label(short(options[n - 1], 24)))
-                button.setToolTip(
-                    f"Answer “{options[n - 1]}” ({QKeySequence(key).toString(_NATIVE)})"
-                )
-                button.setEnabled(not answered)
-            button.setVisible(n <= len(options))
-        self.request_bar.show()
 
     def _context_menu(self, pos: QPoint) -> None:
-        index = self.view.indexAt(pos)
-        if index.isValid():
-            self.view.setCurrentIndex(index)
-        menu = self.build_menu()
-        if menu is not None:
-            menu.exec(self.view.viewport().mapToGlobal(pos))
+        show_menu_at(self.view, pos, self.build_menu)
 
     def build_menu(self) -> QMenu | None:
         agent = self.current_agent()
         if agent is None:
             return None
-        menu = QMenu(self)
-        request = agent.request if agent.state is AgentState.NEEDS_INPUT else None
-        if request is not None and not request.answered:
-            if request.kind is RequestKind.PERMISSION:
-                answers = [(n, t, k) for n, t, k in ANSWERS]
-            else:
-                answers = [
-                    (f"option:{n}", label(short(o, 40)), OPTION_KEYS[n - 1] if n <= 6 else "")
-                    for n, o in enumerate(request.options, start=1)
-                ]
-            for name, text, shortcut in answers:
-                item = menu.addAction(text)
-                if shortcut:
-                    item.setShortcut(QKeySequence(shortcut))
-                item.triggered.connect(
-                    lambda _=False, n=name, a=agent.id, r=request.id: self.answer.emit(n, a, r)
-                )
-            if answers:
-                menu.addSeparator()
-        for name, text, shortcut in ACTIONS:
-            item = menu.addAction(text if name is not Action.RESUME else action_label(agent))
-            if shortcut:
-                item.setShortcut(QKeySequence(shortcut))
-            item.setEnabled(self.buttons[name].isEnabled())
-            item.triggered.connect(lambda _=False, n=name: self.trigger(n))
-        menu.addSeparator()
-        for name, text in EXTRA_ACTIONS:
-            item = menu.addAction(text)
-            item.triggered.connect(lambda _=False, n=name: self.trigger(n))
-        return menu
+        several = len(self.selected_ids()) > 1 and not self.request_bar.isHidden()
+        return agent_menu(
+            self,
+            agent,
+            selection_allow=self.answer_buttons["allow"] if several else None,
+            bar=self.action_bar,
+            trigger=self.trigger,
+            answer=self.answer.emit,
+        )
 
     # --- keyboard ------
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() != QEvent.Type.KeyPress or not isinstance(event, QKeyEvent):
-            return False
-        key = event.key()
-        if watched is self.filter:
-            if key in (Qt.Key.Key_Down, Qt.Key.Key_Up, Qt.Key.Key_PageDown, Qt.Key.Key_PageUp):
-                self.view.setFocus()
-                self._move(key)
-                return True
-            if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
-                self.trigger(Action.OPEN)
-                return True
-            if key == Qt.Key.Key_Escape:
-                if self.rows.filtered:
-                    self.clear_filter()
-                else:
-                    self.hide()
-                return True
-        elif watched is self.view:
-            if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
-                self.trigger(Action.OPEN)
-                return True
-            if key == Qt.Key.Key_Escape:
-                if self.rows.filtered:
-                    self.clear_filter()
-                else:
-                    self.hide()
-                return True
-            if key in (Qt.Key.Key_Left, Qt.Key.Key_Right) and not event.modifiers():
-                return self._fold_current(key == Qt.Key.Key_Left)
-            rows = self._agent_rows()
-            if key == Qt.Key.Key_Up and (not rows or self.view.currentIndex().row() <= rows[0]):
-                self.filter.setFocus()
-                return True
-            if key in (Qt.Key.Key_Down, Qt.Key.Key_Up, Qt.Key.Key_PageDown, Qt.Key.Key_PageUp):
-                self._move(key)
-                return True
-            text = event.text()
-            if (
-                text
-                and text.isprintable()
-                and not event.modifiers() & ~Qt.KeyboardModifier.ShiftModifier
-            ):
-                # Typing in the list goes on in the filter box.
-                self.filter.setFocus()
-                self.filter.insert(text)
-                return True
-        return False
-
-    def _move(self, key: int) -> None:
-        """Up/Down/PageUp/PageDown over the agents' rows (group headers are skipped)."""
-        self.rows.flush()
-        rows = self._agent_rows()
-        if not rows:
-            return
-        row = self.view.currentIndex().row()
-        at = rows.index(row) if row in rows else -1
-        step = {
-            Qt.Key.Key_Down: 1,
-            Qt.Key.Key_Up: -1,
-            Qt.Key.Key_PageDown: 10,
-            Qt.Key.Key_PageUp: -10,
-        }
-        at = max(0, min(len(rows) - 1, at + step[Qt.Key(key)]))
-        self._set_row(rows[at])
+    def escape(self) -> None:
+        """Escape: clear the filter, else close the list (a pinned list stays: its close
+        button closes it)."""
+        if self.rows.filtered:
+            self.clear_filter()
+        elif not self.pinned:
+            self.hide()
 
     # --- showing ------
 
-    def show_near(self, anchor: QRect | None) -> None:
-        """Show the panel next to ``anchor`` (the tray icon), inside the screen."""
-        screen = (
-            QGuiApplication.screenAt(anchor.center())
-            if anchor is not None and anchor.isValid()
-            else None
-        )
-        screen = screen or QGuiApplication.primaryScreen()
-        area = screen.availableGeometry() if screen is not None else QRect(0, 0, 1280, 800)
-        size = self.size()
-        if self.prefs.pos is not None:
-            x, y = self.prefs.pos  # where the person put it
-        elif anchor is not None and anchor.isValid():
-            x = anchor.center().x() - size.width() // 2
-            # Below a top panel, above a bottom one.
-            y = (
-                anchor.bottom() + 4
-                if anchor.center().y() < area.center().y()
-                else anchor.top() - size.height() - 4
-            )
-        else:
-            x = area.right() - size.width() - 8
-            y = area.bottom() - size.height() - 8
-        x = max(area.left(), min(x, area.right() - size.width()))
-        y = max(area.top(), min(y, area.bottom() - size.height()))
-        self._placing = True
-        try:
-            self.move(x, y)
-            self.show()
-        finally:
-            self._placing = False
-        self.raise_()
-        self.activateWindow()
-        self.view.setFocus()
-
     def showEvent(self, event: QShowEvent) -> None:
+        if self._reflagging:
+            super().showEvent(event)
+            return
         # Opening the list starts at the most urgent agent (select() can move it after).
         self._clear_transient()
         self.rows.set_active(True)
@@ -858,6 +561,9 @@ class AgentPanel(QWidget):
         super().showEvent(event)
 
     def hideEvent(self, event: QHideEvent) -> None:
+        if self._reflagging:
+            super().hideEvent(event)
+            return
         self._repaint.stop()
         # A filter must not outlive the look it was typed for: it would hide agents that
         # need you at the next opening.
@@ -867,55 +573,17 @@ class AgentPanel(QWidget):
         super().hideEvent(event)
         self.hidden.emit()
 
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        if hasattr(self, "prefs") and self.isVisible():
-            self.prefs.size = (self.width(), self.height())
-
-    def moveEvent(self, event: QMoveEvent) -> None:
-        super().moveEvent(event)
-        if hasattr(self, "prefs") and self.isVisible() and not self._placing:
-            self.prefs.pos = (self.x(), self.y())
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if (
-            getattr(self, "popup", False)  # changeEvent runs inside QWidget.__init__ too
-            and event.type() == QEvent.Type.ActivationChange
-            and not self.isActiveWindow()
-        ):
-            # Like any tray popup: clicking elsewhere closes it (checked once the new
-            # active window is known: a dialog of the panel's own keeps it open).
-            QTimer.singleShot(0, self._hide_if_left)
-
-    def _hide_if_left(self) -> None:
-        active = QApplication.activeWindow()
-        if not self.isVisible() or active is self:
+    def set_pinned(self, pinned: bool) -> None:
+        """Keep the list open as a window (remembered across starts), or make it the popup
+        that closes when the person clicks elsewhere again."""
+        if self.pin.isChecked() != pinned:
+            self.pin.setChecked(pinned)  # comes back here through toggled
             return
-        if active is not None and self.isAncestorOf(active):
+        if self.prefs.pinned == pinned:
             return
-        if QApplication.activePopupWidget() is not None:
-            return  # the row's context menu
-        self.hidden_at = time.monotonic()
-        self.hide()
+        self.prefs.pinned = pinned
+        self._save_prefs()
+        self._reflag()
 
-    def set_popup(self, popup: bool) -> None:
-        """Become the tray's popup (a tray appeared) or a plain window; a popup starts hidden."""
-        if popup == self.popup:
-            return
-        self.popup = popup
-        visible = self.isVisible()
-        self.setWindowFlags(
-            Qt.WindowType.Tool | Qt.WindowType.WindowStaysOnTopHint
-            if popup
-            else Qt.WindowType.Window
-        )
-        if popup:
-            self.hide()
-        elif visible:
-            self.show()
-
-    def closeEvent(self, event: QCloseEvent) -> None:
-        super().closeEvent(event)
-        if not self.popup and event.isAccepted():
-            self.closed.emit()
+    def focus_first(self) -> None:
+        self.view.setFocus()

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMessageBox,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -90,7 +91,7 @@ class SettingsDialog(QDialog):
     ) -> None:
         super().__init__(parent)
         from volee_desktop import notifycheck
-        from volee_desktop.config import load_config
+        from volee_desktop.config import harness_model, load_config
 
         self.setObjectName("settings")
         self.setWindowTitle("Settings — volee")
@@ -172,13 +173,49 @@ class SettingsDialog(QDialog):
         )
         self.buttons.accepted.connect(self.save)
         self.buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
+        # Everything but Save / Cancel scrolls: taller than a 800-pixel screen, the dialog was
+        # squeezed by the window manager (rows cut through) with its buttons off the screen.
+        content = QWidget(self)
+        layout = QVBoxLayout(content)
         layout.addWidget(self.problems)
         layout.addWidget(agents)
         layout.addWidget(notes)
         layout.addWidget(start)
-        layout.addWidget(self.buttons)
+        from .harness_box import HarnessBox
+        from .token_box import GitHubTokenBox
+
+        models = {h: harness_model(config, h) for h in ("claude", "codex", "pi")}
+        self.harnesses = HarnessBox(
+            config.claude.permission_mode,
+            self,
+            models=models,
+            default_harness=config.agents.harness,
+        )
+        save = self.buttons.button(QDialogButtonBox.StandardButton.Save)
+        self.harnesses.valid.connect(save.setEnabled)  # a refused model is never saved
+        layout.addWidget(self.harnesses)
+
+        self.github = GitHubTokenBox(self)  # the keyring, not config.toml: outside Save
+        layout.addWidget(self.github)
+        layout.addStretch(1)
+        scroll = QScrollArea(self)
+        scroll.setObjectName("settingsScroll")
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(content)
+        outer = QVBoxLayout(self)
+        outer.addWidget(scroll)
+        outer.addWidget(self.buttons)
+        self._fit(content)
         self._initial = self.values()
+
+    def _fit(self, content: QWidget) -> None:
+        """As tall as its content, at most the screen's free height (the rest scrolls)."""
+        screen = self.screen().availableGeometry()
+        bar = self.style().pixelMetric(self.style().PixelMetric.PM_ScrollBarExtent)
+        want = content.sizeHint()
+        height = want.height() + self.buttons.sizeHint().height() + 40
+        self.resize(want.width() + bar + 30, min(height, screen.height() - 60))
 
     # --- the login item ------
 
@@ -215,6 +252,11 @@ class SettingsDialog(QDialog):
         }
         for key, box in self.notify.items():
             out[f"notifications.{key}"] = box.isChecked()
+        if hasattr(self, "harnesses"):
+            out["claude.permission_mode"] = self.harnesses.permission_mode.currentText()
+            out["agents.harness"] = str(self.harnesses.default_harness.currentData())
+            for harness, model in self.harnesses.models.items():
+                out[f"{harness}.model"] = model.text().strip()
         return out
 
     def changed(self) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from volee_desktop.core import limits
 from volee_desktop.core.model import Agent
 from volee_desktop.core.states import AgentState
 
@@ -21,6 +22,7 @@ class Mark(StrEnum):
     PLAIN = "plain"  # nothing live
     QUIET = "quiet"  # agents live but none working
     WORKING = "working"
+    LIMITED = "limited"  # agents wait for a usage limit's reset (core.limits.waits)
     WARNING = "warning"  # something failed or was lost
 
 
@@ -30,6 +32,10 @@ class StateCounts:
     def __init__(self) -> None:
         self.states: Counter[AgentState] = Counter()
         self.interrupted = 0
+        self.limited = 0  # waiting on a usage limit (core.limits.waits)
+        self.denied = 0  # resting after a turn that ended on a denial (rows say "denied")
+        # done / idle agents another count already names (denied, interrupted, limited)
+        self.named: Counter[AgentState] = Counter()
 
     @classmethod
     def of(cls, agents: Iterable[Agent]) -> StateCounts:
@@ -44,13 +50,30 @@ class StateCounts:
             self.states[before.state] -= 1
             if before.interrupted:
                 self.interrupted -= 1
+            self.limited -= limits.waits(before)
+            self.named[before.state] -= _named_otherwise(before)
+            self.denied -= before.outcome == "denied"
         if after is not None:
             self.states[after.state] += 1
             if after.interrupted:
                 self.interrupted += 1
+            self.limited += limits.waits(after)
+            self.named[after.state] += _named_otherwise(after)
+            self.denied += after.outcome == "denied"
 
     def __getitem__(self, state: AgentState) -> int:
         return self.states[state]
+
+    def resting(self, state: AgentState) -> int:
+        """The agents in ``state`` (done, idle) no other count names."""
+        return self.states[state] - self.named[state]
+
+
+def _named_otherwise(agent: Agent) -> bool:
+    """Done or idle, but denied, interrupted or waiting on a limit (said by those counts)."""
+    return agent.state in (AgentState.DONE, AgentState.IDLE) and bool(
+        agent.outcome == "denied" or agent.interrupted or limits.waits(agent)
+    )
 
 
 @dataclass(frozen=True)
@@ -82,9 +105,13 @@ def summarize(
     detail: str = "",
     paused: bool = False,
     missions: int = 0,
+    limited: str = "",
+    plan: str = "",
+    unreachable: tuple[str, ...] = (),
 ) -> TraySummary:
     """The tray's badge, mark and tooltip for these counts (``paused``: notifications are;
-    ``missions``: how many wait for the person's approval)."""
+    ``missions``: how many wait for the person's approval; ``unreachable``: the other
+    machines that are, as "devbox unreachable since 14:02")."""
     needs = counts[AgentState.NEEDS_INPUT]
     working = counts[AgentState.WORKING] + counts[AgentState.LAUNCHING]
     failed = counts[AgentState.FAILED]
@@ -99,10 +126,23 @@ def summarize(
         parts.append(f"{failed} failed")
     if lost:
         parts.append(f"{lost} lost")
+    if counts.denied:
+        parts.append(f"{counts.denied} denied")
     if counts.interrupted:
         parts.append(f"{counts.interrupted} interrupted")
+    if limited:  # "3 limited, resets 16:20 (in 2 h)": agents a usage limit stopped
+        parts.append(limited)
+    # The rows' own words ("done", "idle"), never "7 agents idle" over rows saying done; said
+    # beside the others too, so the counts add up to the rows (issue 26's trial).
+    for state in (AgentState.DONE, AgentState.IDLE):
+        if counts.resting(state):
+            parts.append(f"{counts.resting(state)} {state.value}")
+    if plan:  # "plan: 5 h 72 % · week 31 %", as the harness reports it
+        parts.append(plan)
     if failed or lost:
         mark = Mark.WARNING
+    elif counts.limited:  # the wait is what the person would not see otherwise (issue 29)
+        mark = Mark.LIMITED
     elif working:
         mark = Mark.WORKING
     elif live:
@@ -110,9 +150,12 @@ def summarize(
     else:
         mark = Mark.PLAIN
     if not parts:
-        parts.append(_plural(live, "agent idle", "agents idle") if live else "no agents running")
+        parts.append("no agents running")
     if missions:
         parts.insert(0, _plural(missions, "mission to approve", "missions to approve"))
+    parts.extend(unreachable)  # their agents are listed as they were, greyed
+    if unreachable:
+        mark = Mark.WARNING
     if paused:
         # Said where the person looks: a paused app is otherwise silent with no sign of it.
         parts.append("notifications paused")

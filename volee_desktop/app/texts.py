@@ -5,9 +5,12 @@ from __future__ import annotations
 import html
 import re
 import time
+from collections.abc import Iterable
 
+from volee_desktop.core import limits
 from volee_desktop.core.durations import duration
 from volee_desktop.core.model import Agent, Location, Mission
+from volee_desktop.core.requests import unseen
 from volee_desktop.core.states import AgentState
 
 STATE_LABEL: dict[AgentState, str] = {
@@ -32,6 +35,21 @@ STATE_COLOUR: dict[AgentState, str] = {
     AgentState.STOPPED: "#868e96",
     AgentState.LOST: "#ae3ec9",
 }
+
+
+#: A turn that ended on a denial or an interruption: said so, in amber (never a green done).
+OUTCOME_COLOUR = "#f08c00"
+
+
+def outcome(agent: Agent) -> str:
+    """ "denied" or "interrupted" when the agent rests after a turn that ended so, else ""
+    (core's ``Agent.outcome``: ``volee ls`` says the same)."""
+    return agent.outcome or ""
+
+
+def state_label(agent: Agent) -> str:
+    """The word a row, the tooltip and the agent's window say for its state."""
+    return outcome(agent) or STATE_LABEL[agent.state]
 
 
 #: How many agents in a state, in words: "2 need you", "1 failed" (the header's words).
@@ -98,6 +116,8 @@ def action_label(agent: Agent) -> str:
     volee" for a session running in the person's own terminal."""
     if takes_over(agent):
         return "Move into volee"
+    if limits.waits(agent):
+        return "Continue"
     return "Relaunch" if agent.action == "relaunch" else "Resume"
 
 
@@ -118,7 +138,8 @@ def can_stop(agent: Agent) -> bool:
 
 def can_resume(agent: Agent) -> bool:
     return (
-        not agent.state.live
+        limits.waits(agent)  # "Continue": now, rather than after its limit's reset
+        or not agent.state.live
         or agent.interrupted is not None
         or agent.action is not None
         or takes_over(agent)
@@ -139,6 +160,7 @@ def search_text(agent: Agent, mission: Mission | None) -> str:
     parts = [
         agent.name,
         agent.id,
+        state_label(agent),
         STATE_LABEL[agent.state],
         agent.state.value,
         agent.detail,
@@ -154,27 +176,62 @@ def search_text(agent: Agent, mission: Mission | None) -> str:
 
 
 def detail_text(agent: Agent) -> str:
-    """The row's second line: what a needs-input agent asks (its request), else the detail."""
+    """The row's second line: what a needs-input agent asks (its request, led by what its line
+    leaves out: "12 lines — open to read it all"), "limited — resets 16:20" for one that waits
+    on a usage limit, else the detail."""
     request = agent.request
     if agent.state is AgentState.NEEDS_INPUT and request is not None and request.summary:
-        return request.summary
+        hidden = unseen(request)
+        return f"{hidden}: {request.summary}" if hidden else request.summary
+    if limits.waits(agent) and agent.limit is not None:
+        return limits.limited_text(agent.limit, _clock)
+    if outcome(agent) == "denied":
+        return f"denied: {agent.denied}"
     return agent.detail
+
+
+#: The row style of an agent that waits on a usage limit (neither idle grey nor failed red).
+LIMITED_COLOUR = "#f08c00"
+LIMITED_MARK = "⏸"
+
+
+def state_colour(agent: Agent) -> str:
+    """The colour of the agent's row: the limited one, an outcome's amber, or its state's."""
+    if limits.waits(agent):
+        return LIMITED_COLOUR
+    return OUTCOME_COLOUR if outcome(agent) else STATE_COLOUR[agent.state]
+
+
+def state_mark(agent: Agent) -> str:
+    """The mark of a compact row: the limited one, an outcome's "!", or its state's."""
+    if limits.waits(agent):
+        return LIMITED_MARK
+    return "!" if outcome(agent) else STATE_MARK[agent.state]
+
+
+def _clock(at: float) -> str:
+    return time.strftime("%H:%M", time.localtime(at))
+
+
+def limits_line(agents: Iterable[Agent], now: float) -> str:
+    """The tray tooltip's and the list header's part for the agents a limit stopped:
+    "3 limited, resets 16:20" ("" when none waits)."""
+    notice = limits.notice(agents, now, _clock)
+    if notice is None:
+        return ""
+    when = notice.body.split("; ", 1)[1] if "; " in notice.body else ""
+    return f"{notice.count} limited" + (f", {when}" if when else "")
 
 
 def state_and_detail(agent: Agent) -> tuple[str, str]:
     """The state's label and the rest of the detail, never saying the state twice
     ("stopped" and "stopped by you" is "stopped" and "by you")."""
-    label = STATE_LABEL[agent.state]
+    label = state_label(agent)
     detail = detail_text(agent)
     if detail.lower().startswith(label):
         rest = detail[len(label) :].lstrip(" :·-")
         return label, rest
     return label, detail
-
-
-def since_text(agent: Agent, now: float) -> str:
-    """How long the agent has been in its state: "for 3 min"."""
-    return f"for {duration(now - agent.state_since)}"
 
 
 def activity_text(agent: Agent, now: float) -> str:
@@ -215,13 +272,15 @@ def tooltip_text(agent: Agent, now: float) -> str:
 
 
 #: Which state a count of the header filters to (its words as ``summary.summarize`` says).
-_COUNT = re.compile(r"^(\d+) (needs you|need you|working|failed|lost)$")
+_COUNT = re.compile(r"^(\d+) (needs you|need you|working|failed|lost|done|idle)$")
 _COUNT_STATE = {
     "needs you": AgentState.NEEDS_INPUT,
     "need you": AgentState.NEEDS_INPUT,
     "working": AgentState.WORKING,
     "failed": AgentState.FAILED,
     "lost": AgentState.LOST,
+    "done": AgentState.DONE,
+    "idle": AgentState.IDLE,
 }
 
 
@@ -252,3 +311,22 @@ def activity_line(agent: Agent, now: float) -> str:
     if agent.activity and agent.activity in detail_text(agent):
         activity = ""
     return activity or agent.worktree or agent.cwd
+
+
+def plan_line(agents: Iterable[Agent], warn_at: float | None = None) -> str:
+    """The plan's use as the harness last reported it (the freshest report of any agent):
+    "plan: 5 h 72 % · week 31 %", with "⚠" from ``warn_at`` ([limits] warn_at); "" when no
+    harness reports it (API keys never do).  Nothing is estimated."""
+    reports = [a.plan for a in agents if a.plan is not None]
+    if not reports:
+        return ""
+    plan = max(reports, key=lambda p: p.at)
+    parts = []
+    for label, share in (("5 h", plan.five_hour), ("week", plan.seven_day)):
+        if share is not None:
+            parts.append(f"{label} {round(share * 100)} %")
+    if not parts:
+        return ""
+    shares = [x for x in (plan.five_hour, plan.seven_day) if x is not None]
+    warn = warn_at is not None and max(shares) >= warn_at
+    return ("⚠ " if warn else "") + "plan: " + " · ".join(parts)

@@ -3,7 +3,8 @@
 Left click opens the agent list; right click shows the menu: the missions that
 wait for approval (Review), the agents that need you (up to ten, most urgent
 first, each with its one-line request and Allow / Deny / Open, or a question's
-options and Reply), then open the list, pause notifications, settings, quit.
+options and Reply), the agents that failed (Resume / Open: the badge's ⚠ is never a
+mystery), then open the list, pause notifications, settings, about, quit.
 The icon is replaced only when what it shows changes, and at most once per
 event-loop turn however many events come; the menu's top part is rebuilt only
 when its entries change.
@@ -11,6 +12,8 @@ when its entries change.
 
 from __future__ import annotations
 
+import logging
+import sys
 import time
 import weakref
 from collections.abc import Callable
@@ -19,11 +22,27 @@ from PySide6.QtCore import QObject, QRect, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from .attention import MENU_AGENTS, AgentLine, MissionLine, is_answer, label, short
-from .icons import IconCache
+from volee_desktop.core.model import Agent
+from volee_desktop.core.requests import SUMMARY_LIMIT
+
+from .attention import (
+    MENU_AGENTS,
+    AgentLine,
+    LineKind,
+    MissionLine,
+    is_answer,
+    label,
+    project_of,
+    short,
+)
+from .choices import choices
+from .icons import IconCache, Look
 from .summary import TraySummary
 
+log = logging.getLogger(__name__)
+
 MENU_TEXT = 70  # characters of a request shown in the menu
+FAILED = LineKind.FAILED  # an AgentLine's kind for an agent that failed (``failed_line``)
 MENU_MISSIONS = 5  # missions to approve listed in the menu at most (the list has them all)
 
 
@@ -31,12 +50,15 @@ class Tray(QObject):
     """Owns the QSystemTrayIcon and its menu; emits what the person asked for."""
 
     open_list = Signal()
+    new_agent_requested = Signal()
     settings_requested = Signal()
+    about_requested = Signal()
     quit_requested = Signal()
     pause_toggled = Signal(bool)
     review_requested = Signal(str)  # a mission id
     agent_action = Signal(str, str)  # (action: open | reply, agent id)
     answer_requested = Signal(str, str, str)  # (allow | deny | option:N, agent id, request id)
+    continue_limited = Signal()  # continue now every agent a usage limit stopped
 
     def __init__(
         self,
@@ -49,9 +71,22 @@ class Tray(QObject):
         self.clock = clock
         self.icon = QSystemTrayIcon(self)
         self.icon.setObjectName("trayIcon")
+        if sys.platform.startswith("linux"):
+            from .sni_again import WatcherReplaced
+
+            self._replaced = WatcherReplaced(self)
         self.menu = QMenu()
         self.menu.setObjectName("trayMenu")
+        # Whether the menu offers answers (Allow, Deny, a question's options).  Not when Qt
+        # exports it on D-Bus (a StatusNotifierItem tray): any process on the session bus
+        # can trigger an exported entry, and Qt does not say who did (docs/trust-model.md).
+        self.answers = not menu_exported()
+        if not self.answers:
+            log.info(
+                "the tray's menu is on D-Bus (a StatusNotifierItem): it offers Open, not Allow"
+            )
         self._attention_key: tuple[object, ...] = ((), ())
+        self._last_attention: tuple[list[MissionLine], list[AgentLine]] = ([], [])
         self._missions: list[MissionLine] = []
         self._mission_actions: list[QAction] = []
         self._pool: list[QMenu] = []  # one submenu per agent shown, reused
@@ -60,19 +95,28 @@ class Tray(QObject):
         # After the chosen entry has run (it triggers once the menu is hidden).
         self.menu.aboutToHide.connect(lambda: QTimer.singleShot(0, self._apply_pending))
         self.action_open = self._add("Open agent list", self.open_list.emit)
+        self.action_new = self._add("New agent…", self.new_agent_requested.emit)
         self.action_pause = QAction("Pause notifications", self.menu)
         self.action_pause.setCheckable(True)
         self.action_pause.toggled.connect(self.pause_toggled.emit)
         self.menu.addAction(self.action_pause)
         self.action_settings = self._add("Settings…", self.settings_requested.emit)
+        self.action_about = self._add("About volee…", self.about_requested.emit)
         self.menu.addSeparator()
         self.action_quit = self._add("Quit volee (agents keep running)", self.quit_requested.emit)
         self._build_attention()
+        # Agents a usage limit stopped (docs/limits.md): continue them all now.
+        self.action_continue = QAction("", self.menu)
+        self.action_continue.setObjectName("continueLimited")
+        self.action_continue.setVisible(False)
+        self.action_continue.triggered.connect(self.continue_limited.emit)
+        self.menu.insertAction(self.action_open, self.action_continue)
         self.icon.setContextMenu(self.menu)
         self.icon.activated.connect(self._activated)
-        self._key: tuple[int, str] | None = None
+        self._key: tuple[int, str] | None = None  # None: redraw on the next summary
         self._pending: TraySummary | None = None
         self.summary: TraySummary | None = None
+        self.warning: str | None = None
         self._coalesce = QTimer(self)
         self._coalesce.setSingleShot(True)
         self._coalesce.setInterval(0)
@@ -122,6 +166,7 @@ class Tray(QObject):
         if key == self._attention_key:
             return
         self._attention_key = key
+        self._last_attention = (missions, agents)
         missions = missions[:MENU_MISSIONS]
         agents = agents[:MENU_AGENTS]
         self._missions = missions
@@ -134,7 +179,12 @@ class Tray(QObject):
                 item.setObjectName(f"review-{missions[n].id}")
                 item.setToolTip(missions[n].goal)
             item.setVisible(n < len(missions))
-        self._agent_header.setText(_count(len(agents), "agent needs you", "agents need you"))
+        failed = sum(1 for a in agents if a.kind is FAILED)
+        needs = len(agents) - failed
+        words = [_count(needs, "agent needs you", "agents need you")] if needs else []
+        if failed:
+            words.append(_count(failed, "agent failed", "agents failed"))
+        self._agent_header.setText(" · ".join(words))
         self._agent_header.setVisible(bool(agents))
         for n, sub in enumerate(self._pool):
             if n < len(agents):
@@ -142,6 +192,15 @@ class Tray(QObject):
             sub.menuAction().setVisible(n < len(agents))
         self._attention_separator.setVisible(bool(missions or agents))
         self._refresh_times()
+
+    def set_limited(self, count: int) -> None:
+        """Offer "Continue 27 limited agents now" while a usage limit holds agents."""
+        self.action_continue.setText(
+            "Continue the limited agent now"
+            if count == 1
+            else f"Continue {count} limited agents now"
+        )
+        self.action_continue.setVisible(count > 0)
 
     def _apply_pending(self) -> None:
         pending = self._pending_attention
@@ -178,19 +237,26 @@ class Tray(QObject):
             else:
                 item.triggered.connect(lambda _=False, a=line.id: _emit(me, name, a))
 
-        info = sub.addAction(label(short(line.request, 2 * MENU_TEXT)))
+        info = sub.addAction(label(short(line.request, SUMMARY_LIMIT)))
         info.setEnabled(False)
+        if line.hidden:
+            # Not all of it is in this line: it is read in full (the agent's window) first.
+            unseen = sub.addAction(label(line.hidden))
+            unseen.setEnabled(False)
         if line.project:
             where = sub.addAction(label(f"in {line.project}"))
             where.setEnabled(False)
         sub.addSeparator()
-        if line.kind == "question" and line.options:
-            for i, option in enumerate(line.options, start=1):
-                add(short(option, MENU_TEXT), f"option:{i}")
-            add("Reply…", "reply")
-        elif line.kind == "permission":
-            add("Allow", "allow")
-            add("Deny", "deny")
+        answers = choices(line.kind, line.options)  # the list's and the window's, as entries
+        if line.hidden or not self.answers:
+            pass  # Open only
+        elif answers:
+            for choice in answers:
+                add(short(choice.text, MENU_TEXT), choice.name)
+            if line.kind is LineKind.QUESTION:
+                add("Reply…", "reply")
+        elif line.kind is FAILED:
+            add("Resume", "resume")
         else:
             add("Reply…", "reply")
         add("Open", "open")
@@ -204,8 +270,23 @@ class Tray(QObject):
         """Show the icon; False when there is no system tray to show it in."""
         if not QSystemTrayIcon.isSystemTrayAvailable():
             return False
+        self._decide_answers()
         self.icon.show()
         return True
+
+    def _decide_answers(self) -> None:
+        """Decide again whether the menu offers answers: a StatusNotifierWatcher that came up
+        after volee (waybar started late) makes Qt export the menu once the icon is shown,
+        and an exported menu must not offer Allow (seen: it did, until this)."""
+        answers = not menu_exported()
+        if answers == self.answers:
+            return
+        self.answers = answers
+        if not answers:
+            log.info("the tray's menu is on D-Bus now (a StatusNotifierItem): Open, not Allow")
+        pending = self._pending_attention or self._last_attention
+        self._attention_key = ((), ())  # refill every entry with the new choice
+        self.set_attention(*pending)
 
     def hide(self) -> None:
         self.icon.hide()
@@ -232,8 +313,26 @@ class Tray(QObject):
         if summary.icon_key != self._key:
             self._key = summary.icon_key
             self.icon.setIcon(self.icons.icon(summary.needs, summary.mark))
-        if self.icon.toolTip() != summary.tooltip:
-            self.icon.setToolTip(summary.tooltip)
+        tooltip = f"{self.warning}\n{summary.tooltip}" if self.warning else summary.tooltip
+        if self.icon.toolTip() != tooltip:
+            self.icon.setToolTip(tooltip)
+
+    def set_look(self, look: Look) -> None:
+        """Draw the icon in ``look`` from now on (the setting or the colour scheme changed)."""
+        if look is self.icons.look:
+            return
+        self.icons.look = look
+        self._key = None  # redraw even though the badge and mark stay
+        if self.summary is not None:
+            self._pending = self._pending or self.summary
+            self.apply_now()
+
+    def set_warning(self, text: str | None) -> None:
+        """A line above the tooltip's summary (a refused notification server), or none."""
+        self.warning = text
+        if self.summary is not None:
+            self._pending = self._pending or self.summary
+            self.apply_now()
 
     def _activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
         if reason in (
@@ -241,6 +340,44 @@ class Tray(QObject):
             QSystemTrayIcon.ActivationReason.DoubleClick,
         ):
             self.open_list.emit()
+
+
+#: The service whose presence makes Qt show the icon as a StatusNotifierItem and export its
+#: menu on the session bus (com.canonical.dbusmenu at /MenuBar) instead of an XEmbed icon.
+SNI_WATCHER = "org.kde.StatusNotifierWatcher"
+
+
+def menu_exported() -> bool:
+    """Whether Qt will export the tray's menu on D-Bus: on Linux when a StatusNotifierWatcher
+    is on the session bus as the icon is made (Qt decides then, as this does)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        from PySide6.QtDBus import QDBusConnection
+    except ImportError:
+        return False
+    bus = QDBusConnection.sessionBus()
+    if not bus.isConnected():
+        return False
+    reply = bus.interface().isServiceRegistered(SNI_WATCHER)
+    # Any watcher counts, whether or not a host has registered with it yet: a bar that starts
+    # after volee registers its watcher first and its host a moment later, and Qt exports the
+    # menu once the host is there (seen: Allow offered on D-Bus in that moment). The safe
+    # side: no answers in a menu that may be exported.
+    return bool(reply.isValid() and reply.value())
+
+
+def failed_line(agent: Agent) -> AgentLine:
+    """What the tray menu says of an agent that failed: its name and why."""
+    why = agent.detail.removeprefix("failed").lstrip(" :·-") or "no reason given"
+    return AgentLine(
+        id=agent.id,
+        name=agent.name,
+        request=f"failed: {why}",
+        kind=FAILED,
+        project=project_of(agent),
+        since=agent.state_since,
+    )
 
 
 def _count(n: int, one: str, many: str) -> str:

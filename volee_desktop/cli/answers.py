@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..core.answer import Answer, AnswerError
+from ..ipc.methods import Method
 from .common import CliError, Commands, call, emit_json
 
 
@@ -51,39 +53,33 @@ def _answered(args: argparse.Namespace, result: dict[str, Any]) -> int:
     return 0
 
 
+def _give(args: argparse.Namespace, answer: Answer) -> int:
+    method, params = answer.call(args.agent, args.request)
+    return _answered(args, call(args, method, **params))
+
+
 def cmd_allow(args: argparse.Namespace) -> int:
-    params: dict[str, Any] = {"agent": args.agent, "always": args.always}
-    if args.request:
-        params["request"] = args.request
-    return _answered(args, call(args, "agents.allow", **params))
+    return _give(args, Answer.allow(always=args.always))
 
 
 def cmd_deny(args: argparse.Namespace) -> int:
-    params: dict[str, Any] = {"agent": args.agent}
-    if args.reason:
-        params["reason"] = args.reason
-    if args.request:
-        params["request"] = args.request
-    return _answered(args, call(args, "agents.deny", **params))
+    return _give(args, Answer.deny(args.reason or ""))
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
     if (args.option is None) == (args.reply is None):
         raise CliError("give an OPTION number or --reply TEXT (one of them)", 2)
-    params: dict[str, Any] = {"agent": args.agent}
-    if args.option is not None:
-        params["option"] = args.option
-    else:
-        params["text"] = args.reply
-    if args.request:
-        params["request"] = args.request
-    return _answered(args, call(args, "agents.answer", **params))
+    try:
+        answer = Answer.pick(args.option) if args.option is not None else Answer.reply(args.reply)
+    except AnswerError as exc:
+        raise CliError(str(exc), 2) from None
+    return _give(args, answer)
 
 
 def cmd_output(args: argparse.Namespace) -> int:
     if args.lines < 1:
         raise CliError("--lines must be 1 or more", 2)
-    result = call(args, "agents.output", agent=args.agent, lines=args.lines)
+    result = call(args, Method.AGENTS_OUTPUT, agent=args.agent, lines=args.lines)
     if args.json:
         emit_json(result)
     else:

@@ -27,6 +27,8 @@ START_TIMEOUT = 20.0
 #: ``--harness``: the profiles volee knows, and the one it uses when none is named.
 HARNESS_CHOICES = [str(h) for h in Harness]
 HARNESS_DEFAULT = str(DEFAULT_HARNESS)
+#: What a command that had to start the daemon says on stderr (`volee app` joins that daemon).
+STARTED_HEADLESS = "volee: started the daemon (no tray): `volee app` for the tray"
 ALREADY_RUNNING = 2  # `volee daemon run`'s status when another daemon holds the lock
 
 
@@ -55,6 +57,9 @@ def connect(folders: Dirs, *, start: bool = True, timeout: float = 30.0) -> Clie
         if not start:
             raise
     start_daemon(folders)
+    # Said once, by the command that started it: a daemon with no tray icon is otherwise
+    # a process nobody sees (after Quit, the next `volee ls` started one quietly).
+    print(STARTED_HEADLESS, file=sys.stderr)
     return Client.connect(folders.socket, timeout=timeout)
 
 

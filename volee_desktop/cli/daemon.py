@@ -1,4 +1,4 @@
-"""``volee daemon run|status|stop|repair|install|uninstall``: the daemon and its login item.
+"""``volee daemon run|status|stop|repair|install [--linger]|uninstall``: the daemon, its login item.
 
 volee never installs the login item unasked (ADR 0024): only ``daemon install`` (and the
 tray's "Start at login") do.  A daemon started by the login item steps aside quietly
@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.durations import duration
 from ..ipc.client import Client
+from ..ipc.methods import Method
 from ..ipc.protocol import DaemonUnavailable, ServerStartError
 from ..paths import NotPrivate, dirs
 from .common import CliError, Commands, call, emit_json
 
 if TYPE_CHECKING:
     from ..loginitem.base import LoginItem
+    from ..loginitem.systemd import SystemdUserUnit
 
 STOP_TIMEOUT = 15.0
 
@@ -43,6 +45,13 @@ def add_commands(commands: Commands) -> None:
     ):
         p = actions.add_parser(name, help=helptext)
         p.add_argument("--json", action="store_true", help="machine-readable output")
+        if name == "install":
+            p.add_argument(
+                "--linger",
+                action="store_true",
+                help="a server: keep volee and its agents running after logout and start it "
+                "at boot (`loginctl enable-linger`; Linux only)",
+            )
         p.set_defaults(func=func)
     p = commands.add_parser("whoami", help="whom the daemon takes this process for, and why")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -50,11 +59,13 @@ def add_commands(commands: Commands) -> None:
 
 
 def cmd_whoami(args: argparse.Namespace) -> int:
-    who = call(args, "caller")
+    who = call(args, Method.CALLER)
     if args.json:
         emit_json(who)
     elif who["kind"] == "person":
         print(f"the person (pid {who['pid']}: {who['how']})")
+    elif who["kind"] == "unknown":
+        print(f"no one volee can identify (pid {who['pid']}: {who['how']}); never the person")
     else:
         print(
             f"agent {who['name'] or who['agent']} ({who['agent']}; pid {who['pid']}: {who['how']})"
@@ -95,7 +106,7 @@ def cmd_daemon_status(args: argparse.Namespace) -> int:
     folders = dirs()
     try:
         with Client.connect(folders.socket, timeout=5.0) as client:
-            status = client.call("daemon.status")
+            status = client.call(Method.DAEMON_STATUS)
     except DaemonUnavailable:
         status = {"running": False, "socket": str(folders.socket)}
         login = _login_status()
@@ -134,6 +145,8 @@ def cmd_daemon_status(args: argparse.Namespace) -> int:
         print(f"  suspect host record of {agent} (set aside, not adopted): {why}")
     for problem in status.get("config_problems", []):
         print(f"  config: {problem} (default used)")
+    for held in status.get("unconfirmed_settings", []):
+        print(f"  config: {held}")
     for name, part in status.get("extra", {}).items():
         print(f"  {name:<10} {part_text(name, part)}")
     if login is not None:
@@ -142,6 +155,20 @@ def cmd_daemon_status(args: argparse.Namespace) -> int:
     if notes["problem"]:
         print(f"  notifications cannot be shown: {notes['problem']}")
     return 0
+
+
+def cadence_text(part: dict[str, Any]) -> str:
+    """Which discovery cadence is in force, in words (docs/discovery.md, "The cadence")."""
+    if part["cadence"] == "watch":
+        return (
+            "lists when the watch sees a session start or end, when asked, "
+            "and every 5 min as a safety net"
+        )
+    rest = "every 5 min" if part.get("watch") == "on" else "every 30 s"
+    return (
+        f"the seed's cadence: lists every 2-10 s while the list is open, {rest} otherwise "
+        f"({part.get('seed_because', 'no watch')})"
+    )
 
 
 def part_text(name: str, part: Any) -> str:
@@ -159,6 +186,8 @@ def part_text(name: str, part: Any) -> str:
                 "tools until they are resumed"
             )
         return text
+    if name == "discovery" and isinstance(part, dict) and "cadence" in part:
+        return f"{json.dumps(part)}\n             {cadence_text(part)}"
     if name == "mcp" and isinstance(part, dict):
         return f"relays: {part.get('sessions', 0)} sessions open ({part.get('opened', 0)} opened)"
     return json.dumps(part)
@@ -184,8 +213,8 @@ def cmd_daemon_stop(args: argparse.Namespace) -> int:
     folders = dirs()
     try:
         with Client.connect(folders.socket, timeout=5.0) as client:
-            pid = client.call("daemon.status")["pid"]
-            client.call("daemon.stop")
+            pid = client.call(Method.DAEMON_STATUS)["pid"]
+            client.call(Method.DAEMON_STOP)
     except DaemonUnavailable:
         from ..pidlock import holder, is_held
 
@@ -247,25 +276,66 @@ def _item() -> LoginItem:
 
 
 def cmd_daemon_install(args: argparse.Namespace) -> int:
-    from ..loginitem import LoginItemError
+    from ..loginitem import LoginItemError, SystemdUserUnit
 
+    linger = getattr(args, "linger", False)
     try:
         item = _item()
+        if linger and not isinstance(item, SystemdUserUnit):
+            raise CliError("--linger is for Linux with systemd (`loginctl enable-linger`)", 2)
+        user = item.linger() if isinstance(item, SystemdUserUnit) and linger else None
         fresh = _missing_folders(item)
         try:
             item.install()
         except LoginItemError:
             _remove_if_empty(fresh)
             raise
+        told = _start_lingering(item) if isinstance(item, SystemdUserUnit) and linger else []
         status = item.status()
     except LoginItemError as exc:
         raise CliError(f"{exc.title}. {exc.message}") from exc
     if args.json:
-        emit_json({"installed": True, "path": status.path, "summary": status.detail})
-    else:
-        print(f"volee will start at login ({status.path}): {status.detail}")
-        print("agents interrupted by a restart come back without opening volee")
+        emit_json(
+            {
+                "installed": True,
+                "path": status.path,
+                "summary": status.detail,
+                "linger": user,
+                "notes": told,
+            }
+        )
+        return 0
+    print(f"volee will start at login ({status.path}): {status.detail}")
+    if user is not None:
+        print(f"linger is on for {user}: volee starts at boot and its agents outlive logout")
+    print("agents interrupted by a restart come back without opening volee")
+    for line in told:
+        print(line)
     return 0
+
+
+def _start_lingering(item: SystemdUserUnit) -> list[str]:
+    """Start the unit when no daemon runs; when one does from a login session, say that its
+    agents end with that session and how to move to the unit (loginitem/linger.py)."""
+    from ..loginitem.linger import session_scope
+
+    try:
+        with Client.connect(dirs().socket, timeout=5.0) as client:
+            pid = int(client.call(Method.DAEMON_STATUS)["pid"])
+    except DaemonUnavailable:
+        started = item.start()
+        if started.ok:
+            return ["started volee.service now: its agents live in its cgroup, not your session"]
+        return [f"could not start volee.service now ({started.output}): it starts at boot"]
+    scope = session_scope(pid)
+    if scope is None:
+        return []
+    return [
+        f"the daemon running now (pid {pid}) was started in your login session ({scope}): "
+        "the agents it starts end with that session. To have them outlive logout, run "
+        "`volee daemon stop` and `systemctl --user start volee.service` (agents running now "
+        "stay in the session)"
+    ]
 
 
 def _missing_folders(item: LoginItem) -> list[Path]:

@@ -11,7 +11,8 @@ WINDOWS_REFUSAL = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``volee``; ``volee hook`` and ``volee mcp`` take fast paths importing almost nothing."""
+    """Run ``volee``; ``volee hook``, ``volee bridge`` and ``volee mcp`` take fast paths
+    importing almost nothing."""
     if sys.platform == "win32":
         # The daemon, the hosts and the hooks need POSIX (PTYs, Unix sockets, fork):
         # say so here instead of failing deep inside.
@@ -22,6 +23,10 @@ def main(argv: list[str] | None = None) -> int:
         from volee_desktop.cli import hookshim
 
         return hookshim.main(args[1:])
+    if args[:1] == ["bridge"]:
+        from volee_desktop.cli import bridge
+
+        return bridge.main(args[1:])
     if args[:1] == ["mcp"]:
         from volee_desktop.mcp import relay
 

@@ -10,8 +10,10 @@ written to ``<state>/spool/`` (write, fsync, rename) for the daemon to ingest
 when it starts.
 
 It writes and reads its one JSON line with the C halves of ``json`` and ``socket``
-(``_json``, ``_socket``): the Python modules pull in ``re`` and ``enum``, which cost two thirds
-of the shim's CPU time (``bench/hook.py``).
+(``_json``, ``_socket``, through ``lean.py``, which it loads by its folder, not through the
+package): the Python modules pull in ``re`` and ``enum``, which cost two thirds of the shim's
+CPU time (``bench/hook.py``).  It refuses a socket another user owns or may write to by the
+rule every client keeps (``lean.socket_refusal``).
 """
 
 from __future__ import annotations
@@ -19,82 +21,60 @@ from __future__ import annotations
 import os
 import sys
 import time
-from _json import encode_basestring_ascii as _quote
-from _json import make_scanner
 
 # Not `typing.TYPE_CHECKING`: importing typing alone costs more than the rest of the shim.
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
-
+if TYPE_CHECKING or __package__:  # `volee hook`: imported from the package
+    from volee_desktop import lean
+else:  # run as a file with -I -S: the package's lean module, without the package
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import lean
 TIMEOUT = 5.0
+# The daemon's limit for one request line (ipc.protocol.MAX_MESSAGE; the shim imports no volee).
+MAX_MESSAGE = 1 << 20
 # The largest payload the shim reads; a larger one is refused whole ("too large"), never cut.
 MAX_PAYLOAD = 8 << 20
 
 
-class _Parsing:
-    """What ``_json.make_scanner`` reads from a decoder: plain JSON, like ``json.loads``."""
-
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    parse_constant = {
-        "-Infinity": -float("inf"),
-        "Infinity": float("inf"),
-        "NaN": float("nan"),
-    }.__getitem__
-
-
-def _dumps(params: dict[str, Any]) -> str:
-    """``json.dumps`` for the flat dicts the shim sends: str, None, float and int values."""
-    parts = []
-    for key, value in params.items():
-        if value is None:
-            text = "null"
-        elif isinstance(value, str):
-            text = _quote(value)
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            text = repr(value)
-        elif isinstance(value, dict):
-            text = _dumps(value)
-        else:
-            raise TypeError(f"cannot send {type(value).__name__} in a hook request")
-        parts.append(f"{_quote(key)}: {text}")
-    return "{" + ", ".join(parts) + "}"
-
-
-def _loads(text: str) -> Any:
-    """``json.loads`` of one complete JSON value (``ValueError`` when it is not one)."""
-    scan: Callable[[str, int], tuple[Any, int]] = make_scanner(_Parsing())  # type: ignore[arg-type]
-    start = len(text) - len(text.lstrip(" \t\n\r"))
-    try:
-        value, end = scan(text, start)
-    except StopIteration as exc:
-        raise ValueError(f"not JSON at {exc.value}") from None
-    if text[end:].strip(" \t\n\r"):
-        raise ValueError(f"extra data after JSON at {end}")
-    return value
-
-
-def _spool(state_spool: str, params: dict[str, object]) -> None:
+def _spool(state_spool: str, params: dict[str, object], name: str = "") -> str:
+    """Write ``params`` to ``<spool>/<key>.json`` (or ``name``): write, fsync, rename."""
     os.makedirs(state_spool, mode=0o700, exist_ok=True)
-    name = f"{params['key']}.json"
+    name = name or f"{params['key']}.json"
     tmp = os.path.join(state_spool, f".{name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, _dumps(params).encode())
+        os.write(fd, lean.dumps(params).encode())
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, os.path.join(state_spool, name))
+    target = os.path.join(state_spool, name)
+    os.replace(tmp, target)
     dfd = os.open(state_spool, os.O_RDONLY)
     try:
         os.fsync(dfd)
     finally:
         os.close(dfd)
+    return target
+
+
+def _too_large_for_one_message(payload: str) -> bool:
+    # Escaped as JSON a character takes at most 12 bytes (a surrogate pair): most payloads
+    # are known to fit without encoding them twice.
+    return len(payload) > MAX_MESSAGE // 12 and len(lean.quote(payload)) > MAX_MESSAGE - 4096
+
+
+def _hand_over_large(socket_path: str, spool: str, params: dict[str, object]) -> None:
+    """A payload too large for one message: written to ``.<key>.big`` in the spool, then named
+    in a small request, so the connection (which the daemon identifies) vouches for it; a
+    spool file alone speaks for nobody (docs/trust-model.md).  If the request fails the file
+    becomes an ordinary spool file (an OSError here: kept nowhere, said by the caller)."""
+    big = _spool(spool, params, f".{params['key']}.big")
+    small = {k: v for k, v in params.items() if k != "payload"}
+    small["handover"] = params["key"]
+    try:
+        _send(socket_path, small)
+    except Exception:  # kept: the spool file the daemon takes at its start
+        os.replace(big, os.path.join(spool, f"{params['key']}.json"))
 
 
 def main(argv: list[str]) -> int:
@@ -164,7 +144,10 @@ def hand_over(event: str, data: bytes, received_at: float, too_large: int = 0) -
         socket_path, spool, failure = _default_places()
     if socket_path:
         try:
-            _send(socket_path, params)
+            if spool and _too_large_for_one_message(str(params["payload"])):
+                _hand_over_large(socket_path, spool, params)
+            else:
+                _send(socket_path, params)
             return 0
         except Exception as exc:  # any failure: keep the payload
             failure = exc
@@ -204,16 +187,10 @@ def _default_places() -> tuple[str | None, str | None, object]:
 
 
 def _send(path: str, params: dict[str, object]) -> None:
-    import _socket
-
     request = {"v": 1, "id": 1, "method": "hook", "params": params}
-    line = _dumps(request).encode() + b"\n"
-    _check_ours(path)
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    line = lean.dumps(request).encode() + b"\n"
+    sock = lean.connect(path, TIMEOUT)
     try:
-        sock.settimeout(TIMEOUT)
-        sock.connect(path)
-        _check_peer(sock, path)
         sock.sendall(line)
         buf = b""
         while not buf.endswith(b"\n"):
@@ -223,36 +200,11 @@ def _send(path: str, params: dict[str, object]) -> None:
             buf += chunk
     finally:
         sock.close()
-    reply = _loads(buf.decode("utf-8"))
+    reply = lean.loads(buf.decode("utf-8"))
     if not isinstance(reply, dict):
         raise ConnectionError("the daemon's reply is not a JSON object")
     if "error" in reply:
         raise ConnectionError(reply["error"].get("message", "error"))
-
-
-def _check_ours(path: str) -> None:
-    """Refuse a socket, or a folder of it, that another user owns or may write (the payload
-    holds the person's prompt): the same rule as ``ipc.transport.check_server_path``."""
-    me = os.geteuid()
-    folder = os.path.dirname(path) or "."
-    st = os.lstat(folder)
-    if st.st_uid != me or st.st_mode & 0o022 or (st.st_mode & 0o170000) != 0o040000:
-        raise PermissionError(f"the folder {folder} is not a private folder of yours")
-    st = os.lstat(path)
-    if st.st_uid != me or (st.st_mode & 0o170000) != 0o140000:
-        raise PermissionError(f"{path} is not a socket of yours (owner uid {st.st_uid})")
-
-
-def _check_peer(sock: Any, path: str) -> None:
-    import _socket
-
-    option = getattr(_socket, "SO_PEERCRED", None)
-    if option is None:  # macOS and the BSDs: the owner checks above stand alone
-        return
-    raw = sock.getsockopt(_socket.SOL_SOCKET, option, 12)
-    uid = int.from_bytes(raw[4:8], sys.byteorder)
-    if uid != os.geteuid():
-        raise PermissionError(f"{path} is served by uid {uid}, not by you")
 
 
 if __name__ == "__main__":

@@ -10,16 +10,24 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..ipc.protocol import DaemonUnavailable, IpcError
-from . import agents, answers, conventions, daemon, desktop, missions
 from .common import CliError, emit_json
 
+if TYPE_CHECKING:
+    from .conventions import VoleeParser
 
-def build_parser() -> conventions.VoleeParser:
-    """The argument parser of ``volee``, every command group in it."""
+
+def build_parser() -> VoleeParser:
+    """The argument parser of ``volee``, every command group in it (imported here: ``volee
+    app`` alone does not need them, main())."""
+    from . import agents, answers, conventions, daemon, desktop, machines, missions, settings
+    from .review import add_commands as add_review_commands
+
     parser = conventions.VoleeParser(
         prog="volee",
         description="Supervise the coding agents you run on your own machine.",
@@ -34,10 +42,14 @@ def build_parser() -> conventions.VoleeParser:
     daemon.add_commands(sub)
     agents.add_commands(sub)
     answers.add_commands(sub)
+    add_review_commands(sub)
     p = sub.add_parser("hook", help="(harness hooks call this) forward a hook payload")
     p.add_argument("event", metavar="EVENT")
     missions.add_commands(sub)
     desktop.add_commands(sub)
+    machines.add_commands(sub)
+    machines.add_machine_option(parser)
+    settings.add_commands(sub)
     conventions.finish(parser, sub)
     return parser
 
@@ -87,18 +99,27 @@ def _failed(args: argparse.Namespace, message: str, status: int, code: str) -> i
 
 def main(argv: list[str]) -> int:
     """Run ``volee`` with ``argv``; returns the exit status."""
-    parser = build_parser()
-    if not argv:
-        argv = ["app"]
-    args = parser.parse_args(argv)
-    func = getattr(args, "func", None)
-    if func is None:
-        parser.print_help()
-        return 2
+    target: Callable[[argparse.Namespace], None] | None = None
+    if argv in ([], ["app"]):
+        # `volee app` alone (the login item, the menu entry): what to run is known without
+        # the parser, and building it imports every command group (issue 27: start-up).
+        args = argparse.Namespace(command="app", func=_dispatch_app)
+    else:
+        from .machines import target
+
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        func = getattr(args, "func", None)
+        if func is None:
+            parser.print_help()
+            return 2
+    func = args.func
     try:
         home_problem = bad_volee_home(os.environ.get("VOLEE_HOME"))
         if home_problem:
             raise CliError(home_problem, 2)
+        if target is not None:
+            target(args)
         status: int = func(args)
         return status
     except CliError as exc:

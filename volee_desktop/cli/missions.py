@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core.durations import duration
 from ..harness.env import allowed_env
+from ..ipc.methods import Method
 from ..paths import dirs
 from .common import (
     HARNESS_CHOICES,
@@ -45,6 +46,11 @@ def add_commands(sub: Commands) -> None:
         metavar="PATH",
         dest="repos",
         help="a git repository it works on (repeat for several)",
+    )
+    p.add_argument(
+        "--machine",
+        metavar="NAME",
+        help="start it on another machine (`volee machine ls`); --repo is a path there",
     )
     p.add_argument("--workers", type=int, metavar="N", help="how many workers to spawn")
     p.add_argument(
@@ -106,22 +112,31 @@ def add_commands(sub: Commands) -> None:
 def cmd_create(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise CliError(f"--workers must be at least 1 (got {args.workers})")
+    machine = args.machine
+    if machine and not all(r.startswith("/") for r in args.repos):
+        raise CliError(f"name the repositories on {machine} by their paths there: --repo /path", 2)
     params: dict[str, Any] = {
         "goal": args.goal,
         "kind": args.kind,
-        "repositories": [str(Path(r).expanduser().absolute()) for r in args.repos],
+        "repositories": (
+            list(args.repos)
+            if machine
+            else [str(Path(r).expanduser().absolute()) for r in args.repos]
+        ),
         "workers": args.workers,
         "harness": args.harness,
         "name": args.name,
         "model": args.model,
         "permission_mode": args.permission_mode,
-        "env": allowed_env(dict(os.environ)),
+        # This machine's environment is not the other machine's.
+        "env": None if machine else allowed_env(dict(os.environ)),
+        "machine": machine,
     }
-    return created(args, "missions.create", params)
+    return created(args, Method.MISSIONS_CREATE, params)
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    missions = call(args, "missions.list", all=args.all)
+    missions = call(args, Method.MISSIONS_LIST, all=args.all)
     if args.json:
         emit_json(missions)
         return 0
@@ -131,19 +146,21 @@ def cmd_ls(args: argparse.Namespace) -> int:
     now = time.time()
     for m in missions:
         workers = [a for a in m["agents"] if a["role"] == "worker"]
+        where = f"{m['machine']}:" if m.get("machine") else ""
         print(
-            f"{m['status']:<17} {m['id']}  {m['kind']:<8} {len(workers)} worker(s)  "
+            f"{m['status']:<17} {where}{m['id']}  {m['kind']:<8} {len(workers)} worker(s)  "
             f"{duration(now - m['updated_at'])} ago  {m['goal'][:60]}"
         )
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    m = call(args, "missions.show", mission=args.mission)
+    m = call(args, Method.MISSIONS_SHOW, mission=args.mission)
     if args.json:
         emit_json(m)
         return 0
-    print(f"mission {m['id']} ({m['kind']}): {m['status']}")
+    ref = f"{m['machine']}:{m['id']}" if m.get("machine") else m["id"]
+    print(f"mission {ref} ({m['kind']}): {m['status']}")
     if m.get("reason"):
         print(f"  why: {m['reason']}")
     print(f"  goal: {m['goal']}")
@@ -168,7 +185,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             question = msg
     if m["status"] == "awaiting-approval" and question is not None:
         print(
-            f"answer with: volee mission answer {m['id']} --option "
+            f"answer with: volee mission answer {ref} --option "
             f"{shlex.quote(question['approving'])}"
             " (approves: merges every worker's branch and closes the mission),"
             " another --option, or a text (back to the coordinator)"
@@ -227,7 +244,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
         progress("answering the mission (an approval merges its branches)"),
         connect(dirs(), timeout=300.0) as client,
     ):
-        view = client.call("missions.answer", **params)
+        view = client.call(Method.MISSIONS_ANSWER, **params)
     if args.json:
         emit_json(view)
         return 0
@@ -241,7 +258,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
 
 
 def cmd_invite(args: argparse.Namespace) -> int:
-    view = call(args, "missions.invite", mission=args.mission, agent=args.agent)
+    view = call(args, Method.MISSIONS_INVITE, mission=args.mission, agent=args.agent)
     if args.json:
         emit_json(view)
         return 0
@@ -254,7 +271,7 @@ def cmd_invite(args: argparse.Namespace) -> int:
 
 def cmd_tidy(args: argparse.Namespace) -> int:
     with connect(dirs(), timeout=300.0) as client:
-        entries = client.call("tidy", dry_run=args.dry_run)
+        entries = client.call(Method.TIDY, dry_run=args.dry_run)
     if args.json:
         emit_json(entries)
         return 0

@@ -25,10 +25,12 @@ import time
 # Not `typing.TYPE_CHECKING`: importing typing costs more than the rest (as in the shim).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from volee_desktop import lean
     from volee_desktop.cli import hookshim
 else:  # run as a file with -I -S: the shim next to it, without the volee package
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import hookshim
+    import lean  # the shim put the package's folder on the path
 
 EVENT = "StatusLine"
 MAX_PAYLOAD = 1 << 20
@@ -64,6 +66,32 @@ def share_of(payload: object) -> tuple[float, float | None] | None:
     return share, cost
 
 
+#: The windows of the plan's use in the status-line input (claude.ai logins only; read in
+#: 2.1.332: ``used_percentage`` 0..100 and ``resets_at`` in epoch seconds; docs/limits.md).
+PLAN_WINDOWS = ("five_hour", "seven_day")
+
+
+def plan_of(payload: object) -> dict[str, dict[str, float | None]]:
+    """``{window: {used: 0..1, resets_at}}`` of the plan's use the harness reports ({}: none)."""
+    out: dict[str, dict[str, float | None]] = {}
+    limits = payload.get("rate_limits") if isinstance(payload, dict) else None
+    if not isinstance(limits, dict):
+        return out
+    for window in PLAN_WINDOWS:
+        entry = limits.get(window)
+        if not isinstance(entry, dict):
+            continue
+        used = entry.get("used_percentage")
+        if isinstance(used, bool) or not isinstance(used, (int, float)) or not 0 <= used <= 100:
+            continue
+        resets = entry.get("resets_at")
+        when: float | None = None
+        if isinstance(resets, (int, float)) and not isinstance(resets, bool) and resets > 0:
+            when = float(resets)
+        out[window] = {"used": used / 100, "resets_at": when}
+    return out
+
+
 def _last(state: str) -> str:
     try:
         with open(state, encoding="utf-8") as f:
@@ -86,7 +114,7 @@ def tell_volee(state: str, data: bytes) -> None:
     """Hand the share to the daemon when it changed (or an unreadable payload, once)."""
     received_at = time.time()
     try:
-        payload = hookshim._loads(data.decode("utf-8"))
+        payload = lean.loads(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         payload = None
     found = share_of(payload)
@@ -96,7 +124,10 @@ def tell_volee(state: str, data: bytes) -> None:
             hookshim.hand_over(EVENT, data, received_at)
         return
     share, cost = found
+    plan = plan_of(payload)
     key = str(round(share * 100))
+    for window, use in plan.items():  # the plan's use, in whole per cent, counts too
+        key += f" {window}={round((use['used'] or 0) * 100)}"
     if _last(state) == key:
         return
     _keep(state, key)
@@ -106,7 +137,9 @@ def tell_volee(state: str, data: bytes) -> None:
         "context": share,
         "cost_usd": cost,
     }
-    hookshim.hand_over(EVENT, hookshim._dumps(sent).encode(), received_at)
+    if plan:
+        sent["plan"] = plan
+    hookshim.hand_over(EVENT, lean.dumps(sent).encode(), received_at)
 
 
 def run_own(command: str, data: bytes) -> int:

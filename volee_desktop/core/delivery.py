@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from .model import Agent, Delivery, PullRequest, PushState
+from .model import Agent, Delivery, PullRequest, PullState, PushState
 from .states import AgentState
 
 WORKTREES_DIR = (".claude", "worktrees")
@@ -36,14 +36,16 @@ def delivered_by_merge(d: Delivery) -> str | None:
     if d.merged_into_base:
         return f"merged into {d.base or 'the base branch'}"
     pr = d.pull_request_at_tip
-    if pr is not None and pr.state == "merged":
+    if pr is not None and pr.state == PullState.MERGED:
         return f"pull request #{pr.number} merged"
     return None
 
 
 def _pull_request_problem(d: Delivery) -> str | None:
     pr = d.pull_request_at_tip
-    if pr is not None and pr.state == "open":  # a merged one at the tip is delivered by merge
+    if (
+        pr is not None and pr.state == PullState.OPEN
+    ):  # a merged one at the tip is delivered by merge
         return None
     if not d.pull_request_known:
         return (

@@ -9,14 +9,16 @@ never reads the clock).  The codec lives in ``store/codec.py``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar
 
 from .model import (
     Delivery,
     Harness,
+    Interruption,
     LaunchSettings,
+    LimitKind,
     Location,
     MessageKind,
     MissionKind,
@@ -188,6 +190,40 @@ class ContextUsed(AgentEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
+class LimitHit(AgentEvent):
+    """The agent met a usage, rate or overload limit: its harness retries (``ended`` false),
+    or its turn ended on it (docs/limits.md)."""
+
+    TYPE: ClassVar[str] = "limit-hit"
+    kind: LimitKind
+    resets_at: float | None = None
+    ended: bool = False
+    attempt: int | None = None
+    attempts: int | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanUsed(AgentEvent):
+    """The plan's use the agent's harness reported changed (its status line; limits.md)."""
+
+    TYPE: ClassVar[str] = "plan-used"
+    five_hour: float | None = None
+    five_hour_resets_at: float | None = None
+    seven_day: float | None = None
+    seven_day_resets_at: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LimitContinued(AgentEvent):
+    """volee (``automatic``) or the person continued an agent whose turn ended on a limit."""
+
+    TYPE: ClassVar[str] = "limit-continued"
+    automatic: bool = True
+    prompt: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class DeliveryUpdated(AgentEvent):
     """New delivery evidence from git or the forge."""
 
@@ -264,6 +300,18 @@ class RequestRefused(AgentEvent):
     reason: str
 
 
+@dataclass(frozen=True, kw_only=True)
+class HookSpooled(AgentEvent):
+    """The next ``events`` events of this agent came from a spooled hook payload, which no
+    connection vouched for: anyone of the person's user could have written it (an audit
+    record; the timeline marks them "unverified (from the spool)")."""
+
+    TYPE = "hook-spooled"
+    hook: str
+    events: int
+    written_at: float | None = None
+
+
 # --- hosts and recovery -------------------------------------------------------------------
 
 
@@ -324,7 +372,7 @@ class InterruptionDetected(AgentEvent):
     """A host record without exit status whose host is gone: the agent was interrupted."""
 
     TYPE = "interruption-detected"
-    cause: str  # machine-restarted | host-stopped
+    cause: Interruption
     state: AgentState = AgentState.WORKING
 
 
@@ -455,6 +503,20 @@ class MessageRead(Event):
     recipient: str
 
 
+# --- settings ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class SettingsConfirmed(Event):
+    """The person confirmed the settings of ``config.toml`` that lower safety (config/safety.py's
+    ``SAFETY_LOWERING``): ``settings`` maps each such key to the value confirmed, as TOML
+    (``{"claude.permission_mode": '"bypassPermissions"'}``); a key left out is confirmed at
+    no lowering value.  Only the daemon writes it, on the person's ``config.confirm``."""
+
+    TYPE = "settings-confirmed"
+    settings: dict[str, str] = field(default_factory=dict)
+
+
 EVENT_CLASSES: tuple[type[Event], ...] = (
     AgentRegistered,
     SessionLinked,
@@ -465,6 +527,9 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     LocationChanged,
     ModelChanged,
     ContextUsed,
+    LimitHit,
+    LimitContinued,
+    PlanUsed,
     DeliveryUpdated,
     AgentForgotten,
     AgentRenamed,
@@ -474,6 +539,7 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     MembershipChanged,
     MissionInvited,
     RequestRefused,
+    HookSpooled,
     HostStarted,
     HostAdopted,
     HostSuspect,
@@ -490,6 +556,7 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     MessagePosted,
     MessageDelivered,
     MessageRead,
+    SettingsConfirmed,
 )
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.TYPE: cls for cls in EVENT_CLASSES}

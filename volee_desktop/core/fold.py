@@ -11,14 +11,18 @@ from dataclasses import fields
 from typing import Any, TypeVar
 
 from . import events as ev
+from .limits import limit_of
 from .model import (
     HUMAN,
+    VOLEE,
     Agent,
     Assessment,
     Location,
     Message,
+    MessageKind,
     Mission,
     PendingRestart,
+    PlanUse,
     Receipt,
     Thread,
     session_key,
@@ -102,6 +106,10 @@ def _a_session(r: Tables, e: ev.SessionLinked) -> None:
     _put(r, _evolve(agent, sessions=sessions))
 
 
+#: States an agent rests in between turns: working again from one of them is a new turn.
+_RESTING = frozenset({AgentState.DONE, AgentState.IDLE})
+
+
 def _a_state(r: Tables, e: ev.StateChanged) -> None:
     agent = r.agents[e.agent]
     changes: dict[str, Any] = {"detail": e.detail}
@@ -115,6 +123,17 @@ def _a_state(r: Tables, e: ev.StateChanged) -> None:
     if e.state.live and e.state is not AgentState.LAUNCHING:
         changes["interrupted"] = None
         changes["action"] = None
+    follow_up = agent.denied_follow_up and e.state is AgentState.WORKING
+    if agent.denied is not None and (
+        e.state is AgentState.NEEDS_INPUT
+        or (e.state is AgentState.WORKING and not agent.state.live and not follow_up)
+        or (e.state is AgentState.WORKING and agent.state in _RESTING and not follow_up)
+    ):
+        changes["denied"] = None  # a new request, or a new turn (the denial's own end is not)
+        changes["denied_untold"] = changes["denied_follow_up"] = False
+    if follow_up:
+        changes["denied_follow_up"] = False  # the turn the denial's word started is its own
+    changes.update(limit_after(agent, e.state))
     request = request_after(
         agent.id, agent.state, agent.request, e.state, e.request, e.detail, e.at
     )
@@ -127,7 +146,17 @@ def _a_answered(r: Tables, e: ev.RequestAnswered) -> None:
     agent = r.agents[e.agent]
     if agent.request is not None:
         request = _evolve(agent.request, answered=e.answer, answered_by=e.by, answered_at=e.at)
-        _put(r, _evolve(agent, request=request))
+        denied = (request.summary or request.tool or "a request") if e.answer == "deny" else None
+        _put(
+            r,
+            _evolve(
+                agent,
+                request=request,
+                denied=denied,
+                denied_untold=denied is not None,
+                denied_follow_up=False,
+            ),
+        )
 
 
 def _a_activity(r: Tables, e: ev.ActivityRecorded) -> None:
@@ -162,6 +191,49 @@ def _a_context(r: Tables, e: ev.ContextUsed) -> None:
     agent = r.agents[e.agent]
     cost = e.cost_usd if e.cost_usd is not None else agent.cost_usd
     _put(r, _evolve(agent, context_share=e.share, cost_usd=cost))
+
+
+def limit_after(agent: Agent, state: AgentState) -> dict[str, Any]:
+    """What a state change does to the agent's limit (docs/limits.md): a finished turn
+    clears it and the count of automatic continues; a new turn clears a limit the last
+    turn ended on (the one being retried stays); an agent no longer live has none."""
+    if state is AgentState.DONE:
+        return {"limit": None, "limit_continues": 0}
+    limit = agent.limit
+    if limit is None:
+        return {}
+    if not state.live or (state is AgentState.WORKING and limit.ended):
+        return {"limit": None}
+    return {}
+
+
+def _a_limit(r: Tables, e: ev.LimitHit) -> None:
+    _put(r, _evolve(r.agents[e.agent], limit=limit_of(e)))
+
+
+def _a_plan(r: Tables, e: ev.PlanUsed) -> None:
+    plan = PlanUse(
+        at=e.at,
+        five_hour=e.five_hour,
+        five_hour_resets_at=e.five_hour_resets_at,
+        seven_day=e.seven_day,
+        seven_day_resets_at=e.seven_day_resets_at,
+    )
+    _put(r, _evolve(r.agents[e.agent], plan=plan))
+
+
+def _a_limit_continued(r: Tables, e: ev.LimitContinued) -> None:
+    agent = r.agents[e.agent]
+    limit = agent.limit
+    continues = agent.limit_continues + 1 if e.automatic else 0
+    _put(
+        r,
+        _evolve(
+            agent,
+            limit_continues=continues,
+            limit_continued=limit.at if limit is not None else None,
+        ),
+    )
 
 
 def _a_delivery(r: Tables, e: ev.DeliveryUpdated) -> None:
@@ -219,6 +291,10 @@ def _a_invited(r: Tables, e: ev.MissionInvited) -> None:
 
 def _a_audit(_r: Tables, _e: ev.Event) -> None:
     """An audit record: it changes nothing, it is only kept (and shown in the timeline)."""
+
+
+def _a_settings(r: Tables, e: ev.SettingsConfirmed) -> None:
+    r.confirmed_settings = dict(e.settings)
 
 
 def _a_host_started(r: Tables, e: ev.HostStarted) -> None:
@@ -341,12 +417,30 @@ def _a_message(r: Tables, e: ev.MessagePosted) -> None:
         at=e.at,
         receipts={recipient: Receipt() for recipient in e.recipients},
     )
+    _denial_told(r, e)
     if e.sender == HUMAN:
         # A later message from the human lifts a stop hold (never a mission's end).
         for recipient in e.recipients:
             agent = r.agents.get(recipient)
             if agent is not None and agent.held and not agent.held_for_good:
                 _put(r, _evolve(agent, held=None))
+
+
+def _denial_told(r: Tables, e: ev.MessagePosted) -> None:
+    """The first word to an agent after a denial through volee, volee's "carry on without
+    it" or the reason the person typed with Deny, starts the turn that ends on that denial,
+    not a new one of the person's: that turn keeps ``denied`` through the Stop that ends it.
+
+    Read when the word is posted, not delivered: the daemon records the delivery after typing
+    it, and the harness's hook for the turn it starts can come first.
+    """
+    by_volee = e.sender == VOLEE and e.kind is MessageKind.NOTICE
+    if not by_volee and e.sender != HUMAN:
+        return
+    for recipient in e.recipients:
+        agent = r.agents.get(recipient)
+        if agent is not None and agent.denied is not None and agent.denied_untold:
+            _put(r, _evolve(agent, denied_untold=False, denied_follow_up=True))
 
 
 def _a_delivered(r: Tables, e: ev.MessageDelivered) -> None:
@@ -376,6 +470,9 @@ APPLIERS: dict[type, Callable[[Tables, Any], None]] = {
     ev.LocationChanged: _a_location,
     ev.ModelChanged: _a_model,
     ev.ContextUsed: _a_context,
+    ev.LimitHit: _a_limit,
+    ev.LimitContinued: _a_limit_continued,
+    ev.PlanUsed: _a_plan,
     ev.DeliveryUpdated: _a_delivery,
     ev.AgentForgotten: _a_forgotten,
     ev.AgentRenamed: _a_renamed,
@@ -385,6 +482,7 @@ APPLIERS: dict[type, Callable[[Tables, Any], None]] = {
     ev.MembershipChanged: _a_membership,
     ev.MissionInvited: _a_invited,
     ev.RequestRefused: _a_audit,
+    ev.HookSpooled: _a_audit,
     ev.HostStarted: _a_host_started,
     ev.HostAdopted: _a_adopted,
     ev.HostSuspect: _a_suspect,
@@ -401,4 +499,5 @@ APPLIERS: dict[type, Callable[[Tables, Any], None]] = {
     ev.MessagePosted: _a_message,
     ev.MessageDelivered: _a_delivered,
     ev.MessageRead: _a_read,
+    ev.SettingsConfirmed: _a_settings,
 }

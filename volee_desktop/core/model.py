@@ -64,6 +64,14 @@ class LaunchSettings:
     prompt: str | None = None
 
 
+class Interruption(StrEnum):
+    """Why an agent was interrupted (``InterruptionDetected.cause``)."""
+
+    MACHINE_RESTARTED = "machine-restarted"  # its host's record is of an earlier boot
+    HOST_STOPPED = "host-stopped"  # volee's host went away on this boot
+    CRASHED = "crashed"  # a session volee did not launch: its process ended mid-turn
+
+
 class PushState(StrEnum):
     """Whether a branch's commits are on its remote."""
 
@@ -73,12 +81,20 @@ class PushState(StrEnum):
     UNKNOWN = "unknown"
 
 
+class PullState(StrEnum):
+    """Where a pull request stands (merged is a state of its own, not a closed one)."""
+
+    OPEN = "open"
+    MERGED = "merged"
+    CLOSED = "closed"
+
+
 @dataclass(frozen=True, kw_only=True)
 class PullRequest:
     """A pull request of the agent's branch, with the commit it points at."""
 
     number: int
-    state: str  # open | merged | closed
+    state: PullState
     head: str
     url: str = ""
 
@@ -106,6 +122,44 @@ class Delivery:
         if pr is not None and self.tip is not None and pr.head == self.tip:
             return pr
         return None
+
+
+class LimitKind(StrEnum):
+    """Which limit stopped (or slows) an agent's turn (docs/limits.md)."""
+
+    FIVE_HOUR = "five_hour"  # the plan's 5-hour (session) usage limit
+    SEVEN_DAY = "seven_day"  # the plan's weekly limit (any 7-day claim)
+    RATE = "rate"  # a rate limit that is not the plan's (an API key's 429)
+    OVERLOADED = "overloaded"  # the API is overloaded (529)
+
+    @property
+    def plan(self) -> bool:
+        """Whether it is the plan's usage limit (a reset time to wait for)."""
+        return self in (LimitKind.FIVE_HOUR, LimitKind.SEVEN_DAY)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limit:
+    """A limit an agent met: seen while its harness retries, or the one its turn ended on."""
+
+    kind: LimitKind
+    at: float  # when volee saw it (for an ended turn: when the turn ended)
+    resets_at: float | None = None  # when the harness says it lifts, if it says
+    ended: bool = False  # the turn ended on it (False: the harness still retries)
+    attempt: int | None = None  # the harness's retry, "attempt 4/10"
+    attempts: int | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanUse:
+    """The plan's use its harness last reported (0..1 of each window, None: not reported)."""
+
+    at: float
+    five_hour: float | None = None
+    five_hour_resets_at: float | None = None
+    seven_day: float | None = None
+    seven_day_resets_at: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,11 +236,23 @@ class Agent:
     worked: bool = False
     held: str | None = None
     held_for_good: bool = False
-    interrupted: str | None = None
+    interrupted: Interruption | None = None
+    # The request denied through volee that the current turn ended on ("Bash: rm -rf build"):
+    # a turn that stopped on a denial is not a done one. A new request or turn clears it.
+    denied: str | None = None
+    # Nothing told the agent of that denial yet: the first word it gets after it (volee's
+    # "carry on without it" notice, or the reason the person typed) is the denial's own.
+    denied_untold: bool = False
+    # That word was sent: the turn it starts keeps ``denied`` (it ends on the denial).
+    denied_follow_up: bool = False
     action: str | None = None
     interruptions: tuple[float, ...] = ()
     restart: PendingRestart | None = None
     restarts_in_row: int = 0
+    limit: Limit | None = None
+    limit_continues: int = 0  # automatic continues after a limit since the last finished turn
+    limit_continued: float | None = None  # ``Limit.at`` of the limit last continued
+    plan: PlanUse | None = None
     host_started_at: float | None = None
     delivery: Delivery | None = None
     request: Request | None = None
@@ -199,6 +265,16 @@ class Agent:
     @property
     def live(self) -> bool:
         return self.state.live
+
+    @property
+    def outcome(self) -> str | None:
+        """``denied`` or ``interrupted`` when it rests (done or idle) after a turn that ended
+        so, else None: the word the list and ``volee ls`` say instead of its state."""
+        if self.state not in (AgentState.DONE, AgentState.IDLE):
+            return None
+        if self.denied is not None:
+            return "denied"
+        return "interrupted" if self.interrupted else None
 
 
 class MissionKind(StrEnum):

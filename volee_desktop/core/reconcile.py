@@ -46,7 +46,7 @@ from pathlib import PurePosixPath
 
 from . import events as ev
 from .ids import AGENT, new_id
-from .model import Agent, Harness, Location, Role, session_key
+from .model import Agent, Harness, Interruption, Location, Role, session_key
 from .names import unique_name
 from .registry import Registry
 from .states import AgentState, Coarse, coarse
@@ -59,7 +59,7 @@ EXPIRE_AFTER = 24 * 3600.0
 #: A dead session older than this is history, not an interruption to offer (seconds).
 DEAD_MAX_AGE = 7 * 24 * 3600.0
 
-INTERRUPTED_CAUSE = "crashed"
+INTERRUPTED_CAUSE = Interruption.CRASHED
 INTERRUPTED_DETAIL = "interrupted: its process ended mid-turn"
 NOT_RESUMED = "volee did not launch it, so it is not resumed on its own"
 #: RecoveryDecided.rule for sessions started outside volee (recovery.md's table is for hosts).

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 from . import events as ev
 from .durations import duration
-from .model import Agent, Mission, RequestKind
+from .model import Agent, Interruption, Mission, RequestKind
 from .states import AgentState
 
-MACHINE_RESTARTED = "machine-restarted"
-HOST_STOPPED = "host-stopped"
+MACHINE_RESTARTED = Interruption.MACHINE_RESTARTED
+HOST_STOPPED = Interruption.HOST_STOPPED
 #: Rule 4: a second interruption within this many seconds fails the agent.
 TWICE_WINDOW = 600.0
 #: M38: a turn that ends normally after the program was up this long gives the budget back.
@@ -56,21 +56,21 @@ class Policy:
         return len(self.restart_delays)
 
 
-def cause_of_boot(same_boot: bool | None) -> str:
+def cause_of_boot(same_boot: bool | None) -> Interruption:
     """Why the host is gone, from whether its record is of this boot (None: nothing says)."""
     return MACHINE_RESTARTED if same_boot is False else HOST_STOPPED
 
 
-def cause_words(cause: str) -> str:
+def cause_words(cause: Interruption) -> str:
     """The cause for people: "the machine restarted" / "volee's host was stopped"."""
     return "the machine restarted" if cause == MACHINE_RESTARTED else "volee's host was stopped"
 
 
-def resume_prompt(cause: str) -> str:
+def resume_prompt(cause: Interruption) -> str:
     """volee's own resume prompt (recovery.md): labelled, says what happened and what to check."""
     if cause == MACHINE_RESTARTED:
         what = "The machine restarted while you were working"
-    elif cause == "crashed":
+    elif cause == Interruption.CRASHED:
         what = "Your process ended without closing the session while you were working"
     else:
         what = "volee's host for your session was stopped while you were working"
@@ -98,7 +98,7 @@ class Decision:
     """What to do with one interrupted agent: the rule that matched and the state it implies."""
 
     agent: str
-    cause: str
+    cause: Interruption
     was: AgentState
     rule: int
     outcome: ev.RecoveryOutcome
@@ -178,7 +178,7 @@ def over_cap(resumed_in_this_start: int, cap: int) -> bool:
 def decide_interrupted(
     agent: Agent,
     *,
-    cause: str,
+    cause: Interruption,
     now: float,
     policy: Policy,
     mission: Mission | None = None,
@@ -276,7 +276,7 @@ def recovery_order(agents: Sequence[Agent]) -> list[Agent]:
 
 
 def decide_all(
-    interrupted: Sequence[tuple[Agent, str]],
+    interrupted: Sequence[tuple[Agent, Interruption]],
     *,
     now: float,
     policy: Policy,
@@ -451,7 +451,7 @@ def decide_exit(
 def decide_vanished(
     agent: Agent,
     *,
-    cause: str,
+    cause: Interruption,
     now: float,
     policy: Policy,
     mission: Mission | None = None,

@@ -33,6 +33,7 @@ class Registry(Tables):
             threads=dict(self.threads),
             messages=dict(self.messages),
             seq=self.seq,
+            confirmed_settings=dict(self.confirmed_settings),
         )
 
     def check_route(self, sender: str, recipient: str) -> str | None:

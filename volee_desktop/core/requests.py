@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import unicodedata
 from collections.abc import Mapping
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, TypedDict
 
 from .model import Agent, Request, RequestKind
 from .states import AgentState
@@ -28,6 +30,10 @@ QUESTION_TOOLS = frozenset({"AskUserQuestion"})
 #: Input keys worth showing for other tools, best first.
 TEXT_KEYS = ("command", "url", "query", "pattern", "description", "prompt", "skill", "name")
 NOT_GIVEN = "its input was not given"
+#: A run of this many blanks pushes what follows out of a notification or a menu entry.
+BLANK_RUN = 8
+#: What a request's line is followed by when it does not show all of it.
+READ_IT_ALL = "open to read it all"
 UNSAID_PERMISSION = "a permission (which one was not said)"
 
 
@@ -35,6 +41,22 @@ def request_id(agent: str, at: float, kind: str, summary: str) -> str:
     """A stable id for one request of one agent (``rq_`` and 16 hex digits)."""
     digest = hashlib.sha1(f"{agent}\0{at!r}\0{kind}\0{summary}".encode()).hexdigest()
     return f"rq_{digest[:16]}"
+
+
+def _invisible(char: str) -> bool:
+    """A character that shows nothing or moves what follows: controls (but tab and the line
+    breaks), zero-width and bidi formatting (Cf), the line and paragraph separators."""
+    if char in "\t\n":
+        return False
+    return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
+
+
+def visible(text: str) -> str:
+    """``text`` with each invisible character written out (``<U+202E>``): a line that hides
+    nothing of what it stands for."""
+    if not any(_invisible(c) for c in text):
+        return text
+    return "".join(f"<U+{ord(c):04X}>" if _invisible(c) else c for c in text)
 
 
 def one_line(text: str, limit: int = SUMMARY_LIMIT) -> str:
@@ -86,6 +108,14 @@ def summarize(tool: str | None, tool_input: Mapping[str, Any] | None, cwd: str =
         return f"{name} ({NOT_GIVEN})"
     if tool in QUESTION_TOOLS:
         return question_text(tool_input) or name
+    detail = _detail(tool, tool_input, cwd)
+    if not detail:
+        return name
+    return visible(one_line(f"{name}: {detail}"))
+
+
+def _detail(tool: str | None, tool_input: Mapping[str, Any], cwd: str) -> str | None:
+    """What of a tool's input the person reads to decide: the command, the file, …"""
     detail: str | None = None
     if tool in SHELL_TOOLS or "command" in tool_input:
         detail = _command_text(tool_input.get("command")) or _command_text(tool_input.get("cmd"))
@@ -106,9 +136,43 @@ def summarize(tool: str | None, tool_input: Mapping[str, Any] | None, cwd: str =
         detail = relative(path, cwd)
     if detail is None and tool_input:
         detail = _compact(tool_input)
-    if not detail:
-        return name
-    return one_line(f"{name}: {detail}")
+    return detail
+
+
+def full_text(request: Request) -> str:
+    """All of what a request asks, as given (the whole command, every line): what the agent's
+    window shows, where the one-line summary may not."""
+    asks_tool = request.kind is RequestKind.PERMISSION and request.tool not in QUESTION_TOOLS
+    if asks_tool and request.input is not None:
+        detail = _detail(request.tool, request.input, "")
+        if detail:
+            return f"{request.tool or 'a tool'}: {detail.strip()}"
+    if request.kind is not RequestKind.DIALOG and request.input is not None:
+        questions = _questions(request.input)
+        if questions:
+            text = str(questions[0].get("question") or "").strip()
+            if text:
+                return text
+    return request.summary
+
+
+def unseen(request: Request | None) -> str | None:
+    """What a request's one line leaves out, in words ("12 lines — open to read it all"), or
+    None when the line is all of it.  Such a request is not answered from a notification or
+    the tray's menu (they offer Open instead): the person reads all of it first."""
+    if request is None:
+        return None
+    text = full_text(request).strip()
+    lines = len(text.splitlines())
+    if lines > 1:
+        return f"{lines} lines — {READ_IT_ALL}"
+    if any(_invisible(c) for c in text):
+        return f"invisible characters (control, zero-width or bidi) — {READ_IT_ALL}"
+    if len(text) > SUMMARY_LIMIT:
+        return f"{len(text)} characters — {READ_IT_ALL}"
+    if re.search(rf"\s{{{BLANK_RUN},}}", text):
+        return f"long runs of blanks — {READ_IT_ALL}"
+    return None
 
 
 def _questions(tool_input: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -146,7 +210,7 @@ def question_text(tool_input: Mapping[str, Any]) -> str:
         line = f"{line} ({' / '.join(options)})"
     if len(questions) > 1:
         line = f"{line} (+{len(questions) - 1} more)"
-    return one_line(line)
+    return visible(one_line(line))
 
 
 def permission_request(
@@ -199,7 +263,7 @@ def dialog_request(
     kind: RequestKind = RequestKind.DIALOG,
 ) -> Request:
     """The request of a dialog volee knows only by its text (a notification, a listing)."""
-    summary = one_line(text) or "waiting for you"
+    summary = visible(one_line(text)) or "waiting for you"
     return Request(
         id=request_id(agent, at, kind, summary),
         kind=kind,
@@ -246,7 +310,23 @@ def request_after(
     return from_detail(agent_id, at, detail)
 
 
-def request_view(request: Request | None) -> dict[str, Any] | None:
+class RequestView(TypedDict):
+    """A request as ``request_view`` shows it (``volee ls --json``'s ``request``)."""
+
+    id: str
+    kind: str
+    tool: str | None
+    summary: str
+    input: dict[str, object] | None
+    question: str
+    options: list[str]
+    reason: str
+    since: float
+    answered: str | None
+    answered_by: str | None
+
+
+def request_view(request: Request | None) -> RequestView | None:
     """A request as JSON-ready data (``volee ls --json``'s ``request``)."""
     if request is None:
         return None

@@ -25,6 +25,8 @@ class Tables:
     threads: dict[str, Thread] = field(default_factory=dict)
     messages: dict[str, Message] = field(default_factory=dict)
     seq: int = 0
+    #: The settings that lower safety as the person last confirmed them (SettingsConfirmed).
+    confirmed_settings: dict[str, str] = field(default_factory=dict)
 
     def name_of(self, agent_id: str) -> str | None:
         """The name of any agent ever registered, forgotten ones included."""

@@ -264,6 +264,29 @@ def _v_answered(r: Tables, e: ev.RequestAnswered) -> str | None:
     return None
 
 
+def _v_limit(_r: Tables, e: ev.LimitHit) -> str | None:
+    if e.resets_at is not None and e.resets_at < 0:
+        return f"reset time {e.resets_at} is before 1970"
+    beyond = e.attempt is not None and e.attempts is not None and e.attempt > e.attempts
+    if e.attempt is not None and (e.attempt < 1 or beyond):
+        return f"attempt {e.attempt}/{e.attempts} is not a retry"
+    return None
+
+
+def _v_plan(_r: Tables, e: ev.PlanUsed) -> str | None:
+    for share in (e.five_hour, e.seven_day):
+        if share is not None and not 0.0 <= share <= 1.0:
+            return f"plan use {share} is outside 0..1"
+    return None
+
+
+def _v_limit_continued(r: Tables, e: ev.LimitContinued) -> str | None:
+    agent = r.agents[e.agent]
+    if agent.limit is None or not agent.limit.ended:
+        return f"agent {agent.name} did not end its turn on a limit"
+    return None
+
+
 VALIDATORS: dict[type, Callable[[Tables, Any], str | None]] = {
     ev.AgentRegistered: _v_registered,
     ev.SessionLinked: _v_session,
@@ -274,6 +297,9 @@ VALIDATORS: dict[type, Callable[[Tables, Any], str | None]] = {
     ev.LocationChanged: _v_ok,
     ev.ModelChanged: _v_ok,
     ev.ContextUsed: _v_context,
+    ev.LimitHit: _v_limit,
+    ev.LimitContinued: _v_limit_continued,
+    ev.PlanUsed: _v_plan,
     ev.DeliveryUpdated: _v_ok,
     ev.AgentForgotten: _v_ok,
     ev.AgentRenamed: _v_renamed,
@@ -283,6 +309,7 @@ VALIDATORS: dict[type, Callable[[Tables, Any], str | None]] = {
     ev.MembershipChanged: _v_membership,
     ev.MissionInvited: _v_invited,
     ev.RequestRefused: _v_ok,
+    ev.HookSpooled: _v_ok,
     ev.HostStarted: _v_ok,
     ev.HostAdopted: _v_ok,
     ev.HostSuspect: _v_ok,
@@ -299,4 +326,5 @@ VALIDATORS: dict[type, Callable[[Tables, Any], str | None]] = {
     ev.MessagePosted: _v_message,
     ev.MessageDelivered: _v_receipt,
     ev.MessageRead: _v_receipt,
+    ev.SettingsConfirmed: _v_ok,
 }

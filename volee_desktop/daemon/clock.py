@@ -46,7 +46,10 @@ class LoopClock:
         return loop.call_later(max(0.0, when - time.time()), fn)
 
     async def wait(self, event: asyncio.Event, timeout: float) -> None:
+        # Not ``wait_for``: on Python 3.11 a cancel that lands as the event is set is swallowed
+        # (it returns the result), and a loop around this wait then never ends at close.
         try:
-            await asyncio.wait_for(event.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await event.wait()
         except TimeoutError:
             pass

@@ -23,6 +23,8 @@ from .service import Service
 
 log = logging.getLogger(__name__)
 
+RECANCEL = 1.0  # seconds between cancels of a task that ignored one
+
 CloseHook = Callable[[], Awaitable[None]]
 
 
@@ -54,11 +56,16 @@ class Tasks:
         return task
 
     async def cancel_all(self) -> None:
-        """Cancel every task still running and wait for them to end."""
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        """Cancel every task still running and wait for them to end.
+
+        A task that lets one cancel go (a library catching it, or 3.11's ``wait_for`` when
+        its future ends at the same moment) is cancelled again each second until it ends.
+        """
+        pending = set(self._tasks)
+        while pending:
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=RECANCEL)
 
 
 class StatusBoard:

@@ -19,7 +19,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.model import PullRequest
+from ..core.model import PullRequest, PullState
 from .errors import Error
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def read_token() -> tuple[str | None, str]:
 
 @dataclass
 class Forge:
-    """A small GitHub client: find a branch's pull request, merge one."""
+    """A small GitHub client: find a branch's pull request, open one, merge one."""
 
     api: str = ""
     token: str | None = None
@@ -131,6 +131,23 @@ class Forge:
         newest = max(found, key=lambda p: int(p.get("number", 0)))
         return True, to_pull_request(newest)
 
+    def open(
+        self, remote: str | None, branch: str, base: str, title: str, body: str
+    ) -> PullRequest:
+        """Open a pull request of ``branch`` (already pushed) into ``base``."""
+        slug = github_slug(remote)
+        if slug is None or not self.token:
+            raise ForgeError("no GitHub remote or no token: a pull request cannot be opened")
+        owner, repo = slug
+        item = self._request(
+            "POST",
+            f"/repos/{owner}/{repo}/pulls",
+            {"title": title, "head": branch, "base": base, "body": body},
+        )
+        if not isinstance(item, dict) or "number" not in item:
+            raise ForgeError(f"GitHub answered no pull request for {branch}: {item!r:.200}")
+        return to_pull_request(item)
+
     def merge(self, remote: str | None, number: int, head: str, message: str) -> None:
         """Merge a pull request, only if its head is still ``head``."""
         slug = github_slug(remote)
@@ -146,7 +163,10 @@ class Forge:
 
 def to_pull_request(item: dict[str, Any]) -> PullRequest:
     """A GitHub pull-request object as volee's PullRequest (merged is a state of its own)."""
-    state = "merged" if item.get("merged_at") else str(item.get("state") or "open")
+    if item.get("merged_at"):
+        state = PullState.MERGED
+    else:
+        state = PullState.CLOSED if item.get("state") == PullState.CLOSED else PullState.OPEN
     return PullRequest(
         number=int(item["number"]),
         state=state,

@@ -18,7 +18,6 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from .. import __version__
 from ..config import Config, load_config
@@ -28,34 +27,46 @@ from ..harness.claude import ClaudeProfile
 from ..harness.codex import CodexProfile
 from ..harness.generic import GenericProfile
 from ..harness.pi import PiProfile
-from ..ipc.caller import caller_of
-from ..ipc.server import Connection, IpcServer, MethodTable, Reply
-from ..paths import Dirs, ensure_private_dir
+from ..ipc.methods import Method
+from ..ipc.server import IpcServer, MethodTable
+from ..memtrim import Trimmer
+from ..paths import Dirs, ensure_private_folders
 from ..pidlock import PidLock
 from ..store.log import EventLog
 from ..store.records import Record
-from . import watch
-from .access import Audit
-from .agents import AgentsRunner
-from .answers import Answers
-from .api import Api
+from .agents import leftovers
+from .agents.answers import Answers
+from .agents.intake import Intake, live_agents
+from .agents.limits import Limits
+from .agents.recovery import Exits, RecoveryRunner, policy_of
+from .agents.runner import AgentsRunner
+from .agents.screens import Screens
+from .agents.workspaces import Workspaces
 from .clock import Clock, LoopClock
 from .context import Clients, CloseHooks, Context, StatusBoard, Tasks
-from .discovery import Discovery
+from .discovery import watches as watch
+from .discovery.listers import Lister, SystemLister, claude_binary, registry_signature
+from .discovery.loop import Discovery
 from .errors import AlreadyRunning
-from .identity import HostRecords, Identifier
-from .intake import Intake
-from .listers import Lister, SystemLister, claude_binary, registry_signature
-from .mcphttp import McpHttp
-from .mcphub import McpHub
-from .missions import MissionsRunner
-from .queries import Queries
-from .recovery import Exits, RecoveryRunner, policy_of
-from .screens import Screens
+from .machines.link import Dialer
+from .machines.runner import Machines
+from .missions.outcomes import Outcomes
+from .missions.review import Review
+from .missions.runner import MissionsRunner
+from .missions.transcripts import Transcripts
+from .params import NoParameters, decoder
 from .service import Service
+from .serving.access import Audit
+from .serving.api import Api
+from .serving.desktop import DesktopPeers, PeerParams
+from .serving.identity import HostRecords, Identifier
+from .serving.mcphttp import McpHttp
+from .serving.mcphub import McpHub
+from .serving.own import DaemonMethods, Reads
+from .serving.queries import Queries
+from .serving.safety import ConfirmParams, SafetySettings
+from .serving.subscriptions import Subscriptions
 from .snapshots import Snapshots, StartupFacts, load_registry
-from .subscriptions import Subscriptions
-from .workspaces import Workspaces
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +102,8 @@ class Daemon:
         intake: Intake,
         clock: Clock,
         lister: Lister | None,
+        dial: Dialer | None = None,
+        safety: SafetySettings | None = None,
     ) -> None:
         self.dirs = dirs
         self.config = config
@@ -102,6 +115,7 @@ class Daemon:
         self.snapshots = snapshots
         self.intake = intake
         self.clock = clock
+        self.safety = safety or SafetySettings(service, dirs.config_file, clock)
         self.started_at = clock.now()
         self.server: IpcServer | None = None
         self.mcp_http: McpHttp | None = None
@@ -110,8 +124,12 @@ class Daemon:
         methods = MethodTable(f"this daemon ({__version__})")
         # Every request of an agent passes the rules of access.py; refusals are audited.
         self.audit = Audit(service, clock)
-        self.api = Api(methods, service, self.audit)
         self.status_board = StatusBoard()
+        # The allocator's free pages given back a minute after work (volee_desktop/memtrim.py).
+        self.trimmer = Trimmer()
+        service.listen(lambda _seq, _event: self.trimmer.poke())
+        # Refusals of callers volee could not identify (no agent's timeline to keep them in).
+        self.status_board.add("unidentified", self.audit.status)
         self.closing = CloseHooks()
         ctx = Context(
             service=service,
@@ -123,33 +141,79 @@ class Daemon:
             status=self.status_board,
             closing=self.closing,
         )
+        # The other machines (docs/machines.md): their agents in the list, actions forwarded
+        # (the API routes what names another machine's agent to it).
+        self.machines = Machines(ctx, dial)
+        self.api = Api(methods, service, self.audit, router=self.machines.route)
         # What an agent's end leads to: the hosts runner asks the recovery rules.
         # Each agent's screen, rendered from its host's output; the last one kept after it ended.
         screens = Screens(dirs.state / "screens")
         self.exits = Exits(service, clock, policy_of(config.agents), screens)
-        self.agents = AgentsRunner(ctx, profiles, self.exits, screens)
+        # Claude Code reaches the daemon's MCP over HTTP once it serves (serve_mcp_http).
+        self.agents = AgentsRunner(
+            ctx,
+            profiles,
+            self.exits,
+            screens,
+            mcp_url=lambda agent: self.mcp_http.url(agent) if self.mcp_http else None,
+        )
         # Allow / deny / answer an agent's request, checked on its rendered screen.
-        self.answers = Answers(ctx, self.agents)
+        self.answers = Answers(ctx, self.agents, screens)
         # The repository and branch of each agent's folder, from git (workspace-updated).
         self.workspaces = Workspaces(service, tasks, clock)
         # Who is interactive: subscriptions count the clients, discovery lists sooner for them.
         self.clients = Clients()
-        self.queries = Queries(service, event_log, methods)
+        # The conversations (agents.log), and what each agent's work came to (ls's plan,
+        # change and last message), refreshed at each turn's end; merge and discard.
+        self.transcripts = Transcripts(service, methods)
+        self.outcomes = Outcomes(service, tasks, self.transcripts, methods)
+        self.review = Review(service, methods, lambda: self.missions.evidence.forge())
+        self.queries = Queries(service, event_log, methods, lambda a: self.outcomes.get(a).view())
         self.subscriptions = Subscriptions(
-            service, tasks, self.clients, facts.config_problems, methods
+            service,
+            tasks,
+            self.clients,
+            facts.config_problems,
+            methods,
+            unconfirmed=lambda: self.safety.messages,
+            machines=self.machines.feed,
+            base=lambda: facts.base_seq,
         )
+        self.machines.on_change = self.subscriptions.machines_changed
         self.discovery = self._discovery(lister)
-        methods.add("discovery.refresh", self.discovery.api_refresh)
+        methods.add(Method.DISCOVERY_REFRESH, self.discovery.api_refresh, decoder(NoParameters))
         self.status_board.add("discovery", self.discovery.status)
         # The agents' MCP sessions (over HTTP or a relay) run the daemon's methods as their
         # connection's caller.
         self.mcp = McpHub(ctx, self.api, self.audit)
         self.missions = MissionsRunner(ctx, self.agents)
         self.recovery = RecoveryRunner(ctx, self.agents, self.exits)
-        methods.add("hook", self.api_hook)
-        methods.add("daemon.status", self.api_status)
-        methods.add("caller", self.api_caller)
-        methods.add("daemon.stop", self.api_stop)
+        # Agents stopped by a plan's usage limit: their retries on screen, their continue.
+        self.limits = Limits(ctx, self.agents)
+        # The daemon's own methods: hook, daemon.status, caller, daemon.stop.
+        self.own = DaemonMethods(
+            methods,
+            service,
+            intake,
+            dirs,
+            facts,
+            self.started_at,
+            self.status_board,
+            Reads(
+                suspect_hosts=lambda: dict(self.agents.suspects),
+                unconfirmed=lambda: self.safety.messages,
+            ),
+            self.request_stop,
+        )
+        # Settings that lower safety wait for the person (daemon/serving/safety.py).
+        methods.add(Method.CONFIG_UNCONFIRMED, self.safety.api_unconfirmed, decoder(NoParameters))
+        methods.add(Method.CONFIG_CONFIRM, self.safety.api_confirm, decoder(ConfirmParams))
+        self.safety.listen(self._settings_confirmed)
+
+    def _settings_confirmed(self, config: Config) -> None:
+        """The person confirmed what config.toml asks for: in force for what starts next."""
+        self.config = config
+        self.agents.config = config
 
     def _discovery(self, lister: Lister | None) -> Discovery:
         if lister is None:
@@ -159,24 +223,17 @@ class Daemon:
 
     def _watch(self) -> None:
         """Wake discovery when a session folder changes or a followed process ends
-        (daemon/watch.py); only for the real lister (a fake one lists what the test says)."""
+        (discovery/watches.py); only for the real lister (a fake one lists what the test says)."""
         lister = self.discovery.lister
         if not watch.WATCH or not isinstance(lister, SystemLister):
             return
         discovery = self.discovery
         folders = watch.watched_folders()
         sessions = next(p for p, h in folders.items() if h is Harness.CLAUDE)
-        discovery.signature = lambda: registry_signature(sessions)
         changes = watch.folder_watch(folders, discovery.on_change)
         exits = watch.ExitWatch(discovery.on_exit)
         changes.start()
-        discovery.watching = True
-
-        def follow() -> None:
-            discovery.watching = changes.running
-            exits.follow(watch.followed_processes(self.service.registry))
-
-        discovery.on_listed = follow
+        discovery.use_watch(changes, exits, lambda: registry_signature(sessions))
 
         async def stop() -> None:
             exits.close()
@@ -192,15 +249,15 @@ class Daemon:
         serve: bool = True,
         clock: Clock | None = None,
         lister: Lister | None = None,
+        dial: Dialer | None = None,
     ) -> Daemon:
         """Bring the daemon up (raises AlreadyRunning, CorruptLog, StoreError).
 
-        ``clock`` and ``lister`` replace the real ones (tests); ``serve=False`` opens no socket.
+        ``clock``, ``lister`` and ``dial`` (how another machine is reached) replace the real
+        ones (tests); ``serve=False`` opens no socket.
         """
         began = time.perf_counter()
-        for folder in (dirs.state, dirs.runtime, dirs.logs, dirs.config, dirs.spool):
-            ensure_private_dir(folder)
-        ensure_private_dir(dirs.rejected)
+        ensure_private_folders(dirs)  # every folder 0700, those left open tightened
         lock = PidLock(dirs.daemon_lock, AlreadyRunning).acquire()
         clock = clock or LoopClock()
         tasks = Tasks()
@@ -214,6 +271,9 @@ class Daemon:
             registry, facts = await asyncio.to_thread(load_registry, event_log)
             facts.config_problems = list(loaded.problems)
             service = Service(event_log, registry, Record)
+            # What lowers safety in config.toml is in force only once the person confirmed it.
+            safety = SafetySettings(service, dirs.config_file, clock)
+            config = await safety.at_start(loaded.config)
             snapshots = Snapshots(event_log, service, tasks)
             profiles = harness_profiles()
             intake = Intake(service, profiles, dirs.spool, clock)
@@ -221,7 +281,7 @@ class Daemon:
             facts.spooled = await intake.ingest_spool()
             daemon = cls(
                 dirs=dirs,
-                config=loaded.config,
+                config=config,
                 lock=lock,
                 event_log=event_log,
                 facts=facts,
@@ -232,15 +292,25 @@ class Daemon:
                 intake=intake,
                 clock=clock,
                 lister=lister,
+                dial=dial,
+                safety=safety,
             )
             # Who each connection speaks for: the person, or the agent it descends from.
-            identify = Identifier(lambda: service.registry, HostRecords(dirs.hosts))
+            records = HostRecords(dirs.hosts)
+            identify = Identifier(
+                lambda: service.registry, records, adopts=leftovers.is_subreaper()
+            )
+            intake.live = lambda: live_agents(lambda: list(records.running()), service.registry)
+            # The desktop's D-Bus peers (asked by the tray app) pass the same identification.
+            peers = DesktopPeers(identify, daemon.audit, lambda: service.registry)
+            daemon.api.methods.add(Method.DESKTOP_PEER, peers.api_peer, decoder(PeerParams))
             if serve:
                 # Before any agent starts (recovery launches some): their harness is given it.
                 await daemon.serve_mcp_http(identify)
             await daemon.take_over()
             if serve:
                 daemon.server = await IpcServer.start(dirs.socket, daemon.api, identify=identify)
+                intake.serving = True
             tasks.spawn(daemon.ingest_spool_now_and_then(), "spool")
         except BaseException:
             # A start that fails late (e.g. the socket cannot be bound) must not leave the
@@ -268,7 +338,7 @@ class Daemon:
 
     async def serve_mcp_http(self, identify: Identifier) -> None:
         """MCP over HTTP for the agents' harnesses, where the OS says who holds a TCP socket
-        (daemon/mcphttp.py); elsewhere, or when it cannot listen, they keep the relay."""
+        (daemon/serving/mcphttp.py); elsewhere, or when it cannot listen, they keep the relay."""
 
         def likely() -> list[int]:
             return list(identify.programs(self.service.registry))
@@ -276,7 +346,6 @@ class Daemon:
         http = McpHttp(self.mcp, identify, likely, self.dirs.state / "mcp-http.port")
         if await http.start():
             self.mcp_http = http
-            self.agents.mcp_url = http.url
             self.status_board.add("mcp_http", http.status)
             self.closing.add(http.close)
 
@@ -291,61 +360,35 @@ class Daemon:
             log.info("discovery is off: %s", self.discovery.off)
         await self.missions.sweep()
         await self.recovery.recover_at_start(interrupted)
+        self.machines.start(self.config.machines)
+        self.limits.start()
 
     async def ingest_spool_now_and_then(self) -> None:
-        """Hand over what the hook shim spooled while this daemon runs (a hook that timed out,
-        or a payload over one message), not only at the next start."""
+        """Hand over what the hook shim spooled while this daemon runs (a hook that timed out),
+        not only at the next start; and on the same tick (no wake-up of its own) look whether
+        the log's -wal is still in place, so that one deleted while idle is seen within
+        SPOOL_EVERY, not at the next commit."""
         never = asyncio.Event()
         while True:
             await self.clock.wait(never, SPOOL_EVERY)
+            await self.check_log()
             try:
                 await self.intake.ingest_spool()
             except Exception:
                 log.exception("ingesting the spool failed; trying again in %s s", SPOOL_EVERY)
 
-    # --- the daemon's own methods -----------------------------------------------------------
-
-    async def api_hook(self, _conn: Connection, params: dict[str, Any]) -> Any:
-        return await self.intake.hook(params)
-
-    async def api_status(self, _conn: Connection, _params: dict[str, Any]) -> Any:
-        registry = self.service.registry
-        return {
-            "pid": os.getpid(),
-            "version": __version__,
-            "started_at": self.started_at,
-            "startup_seconds": self.facts.seconds,
-            "socket": str(self.dirs.socket),
-            "events_db": str(self.dirs.events_db),
-            "seq": registry.seq,
-            "agents": len(registry.agents),
-            "live_agents": sum(1 for a in registry.agents.values() if a.state.live),
-            "snapshot_seq": self.facts.snapshot_seq,
-            "replayed": self.facts.replayed,
-            "spooled": self.facts.spooled,
-            "hooks_accepted": self.intake.accepted,
-            "hooks_rejected": self.intake.rejected_count,
-            "broken": self.service.broken,
-            "failing": self.service.failing,
-            "suspect_hosts": dict(self.agents.suspects),
-            "config_problems": self.facts.config_problems,
-            "extra": self.status_board.read(),
-        }
-
-    async def api_caller(self, conn: Connection, _params: dict[str, Any]) -> Any:
-        """Who this connection speaks for, as the daemon decided it (docs/trust-model.md)."""
-        who = caller_of(conn)
-        name = self.service.registry.name_of(who.agent) if who.agent else None
-        return {
-            "kind": str(who.kind),
-            "agent": who.agent,
-            "name": name,
-            "pid": who.pid,
-            "how": who.how,
-        }
-
-    async def api_stop(self, _conn: Connection, _params: dict[str, Any]) -> Any:
-        return Reply({"stopping": True}, after=self.request_stop)
+    async def check_log(self) -> None:
+        """The idle look at the -wal (``EventLog.check``): when it is gone the daemon stops
+        taking writes, as after a commit that found it gone (docs/faults.md)."""
+        if self.service.broken:
+            return
+        try:
+            await self.log.check()
+        except Exception:
+            log.exception("looking at the event log's -wal failed; trying again later")
+        stopped = self.log.stopped
+        if stopped and not self.service.broken:
+            self.service.broken = stopped
 
     # --- stopping ---------------------------------------------------------------------------
 
@@ -359,6 +402,14 @@ class Daemon:
 
     async def close(self) -> None:
         """Stop serving, save a snapshot, close the log and release the lock."""
+        self.trimmer.close()
+        if self.server is not None and not self.service.broken:
+            # What was spooled while this daemon served is judged by the rules of serving,
+            # not left for the next start to take unverified.
+            try:
+                await self.intake.ingest_spool()
+            except Exception:
+                log.exception("ingesting the spool before stopping failed")
         if self.server is not None:
             await _watched("stopping the local API", self.server.close())
             self.server = None
@@ -409,6 +460,12 @@ async def run_foreground(dirs: Dirs, on_ready: Callable[[Daemon], None] | None =
     """``volee daemon run``: serve until stopped (SIGTERM/SIGINT or `volee daemon stop`)."""
     import signal
 
+    from .agents.leftovers import become_subreaper
+
+    # The orphans of a host killed outright come to this process, not to init: the daemon
+    # ends them (daemon/agents/leftovers.py).  Not the app's daemon: the app's own children (the
+    # terminals it opens) would be taken for leftovers.
+    become_subreaper()
     daemon = await Daemon.start(dirs)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -1,19 +1,23 @@
 """IPC request parameters, read one way for every method, with errors saying what to send.
 
-A wrong type is a ``bad_request`` naming the parameter; an unknown name of a closed set
-(harness, kind, role) is refused with the names allowed.  Handlers read their parameters
-only through these functions.
+A method's parameters are a ``Parameters`` struct, decoded once by the method table before
+the handler runs (``decoder``): the handler receives typed values.  A wrong type is a
+``bad_request`` naming the parameter and what it must be; an unknown name of a closed set
+(harness, kind, role) is refused with the names allowed.  The readers below the decoder
+(``text``, ``flag``…) are for the handlers that still read a dict (the answer methods).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import msgspec
+import msgspec.inspect as mi
 
 from ..core.model import DEFAULT_HARNESS, Agent, Delivery, Harness, Mission, Role
 from ..core.registry import Registry
@@ -24,6 +28,128 @@ from .views import resolve_agent, resolve_mission
 
 E = TypeVar("E", bound=StrEnum)
 Params = Mapping[str, Any]
+
+
+class Parameters(msgspec.Struct, frozen=True, kw_only=True):
+    """The parameters of one method, as its handler receives them.
+
+    Read as the readers below always read them: an absent or null parameter takes its default,
+    an empty string where a string (or a name of a closed set) is asked counts as absent, and a
+    parameter named in ``one_or_many`` may be a single string for a list of one.  Names the
+    struct does not declare are ignored (an older or newer client may send more).
+    """
+
+    one_or_many: ClassVar[frozenset[str]] = frozenset()
+    #: What an object parameter is, in words ("delivery evidence"), for its errors.
+    nouns: ClassVar[dict[str, str]] = {}
+
+
+class NoParameters(Parameters, frozen=True, kw_only=True):
+    """A method that takes no parameters (whatever is sent is ignored)."""
+
+
+class AgentParams(Parameters, frozen=True, kw_only=True):
+    """A method on one agent: ``agent`` is its id, an id prefix or its name."""
+
+    agent: str
+
+
+P = TypeVar("P", bound=Parameters)
+
+
+def decoder(kind: type[P]) -> Callable[[dict[str, Any]], P]:
+    """What the method table reads ``kind`` with (``MethodTable.add(name, fn, decoder(kind))``)."""
+    fields = {f.encode_name: f for f in _fields(kind)}
+    blank_is_absent = frozenset(name for name, f in fields.items() if _is_text(f.type))
+
+    def decode(params: dict[str, Any]) -> P:
+        given: dict[str, Any] = {}
+        for key, value in params.items():
+            if value is None or (value == "" and key in blank_is_absent):
+                continue
+            if key in kind.one_or_many and isinstance(value, str):
+                value = [value]
+            given[key] = value
+        try:
+            return msgspec.convert(given, kind)
+        except msgspec.ValidationError as exc:
+            raise _refusal(str(exc), fields, given, kind.nouns) from None
+
+    return decode
+
+
+def decode(kind: type[P], params: Params) -> P:
+    """``params`` read as ``kind`` (for a handler called in-process with a dict)."""
+    return decoder(kind)(dict(params))
+
+
+def _fields(kind: type[Parameters]) -> tuple[mi.Field, ...]:
+    info = mi.type_info(kind)
+    assert isinstance(info, mi.StructType)
+    return info.fields
+
+
+def _members(t: mi.Type) -> tuple[mi.Type, ...]:
+    return t.types if isinstance(t, mi.UnionType) else (t,)
+
+
+def _is_text(t: mi.Type) -> bool:
+    return any(isinstance(m, mi.StrType | mi.EnumType) for m in _members(t))
+
+
+def _words(t: mi.Type) -> str:
+    """What a parameter of type ``t`` must be, in words."""
+    members = [m for m in _members(t) if not isinstance(m, mi.NoneType)]
+    nullable = len(members) < len(_members(t))
+    said = " or ".join(_word(m) for m in members)
+    return f"{said} or null" if nullable else said
+
+
+def _word(t: mi.Type) -> str:
+    if isinstance(t, mi.StrType):
+        return "a string"
+    if isinstance(t, mi.BoolType):
+        return "true or false"
+    if isinstance(t, mi.IntType):
+        return "a whole number" + (f" >= {t.ge}" if t.ge is not None else "")
+    if isinstance(t, mi.FloatType):
+        return "a number"
+    if isinstance(t, mi.ListType | mi.VarTupleType | mi.FrozenSetType | mi.SetType):
+        return "a list of strings" if isinstance(t.item_type, mi.StrType) else "a list"
+    if isinstance(t, mi.DictType):
+        if isinstance(t.value_type, mi.StrType):
+            return "an object mapping strings to strings"
+        return "an object"
+    if isinstance(t, mi.EnumType):
+        return "one of " + ", ".join(str(m.value) for m in t.cls)
+    if isinstance(t, mi.StructType | mi.DataclassType):
+        return f"an object ({t.cls.__name__})"
+    return "a value of another type"
+
+
+def _refusal(
+    message: str, fields: dict[str, mi.Field], given: dict[str, Any], nouns: dict[str, str]
+) -> Exception:
+    """The error a failed decode answers: ``bad_request`` naming the parameter and what it must
+    be, or ``refused`` for a name outside a closed set."""
+    missing = re.match(r"Object missing required field `(\w+)`", message)
+    if missing:
+        return bad(f"parameter {missing.group(1)!r} is required; send it")
+    at = re.search(r"- at `\$\.(\w+)([^`]*)`", message)
+    if at is None or at.group(1) not in fields:
+        return bad(f"the parameters are not understood: {message}")
+    key, inner = at.groups()
+    field = fields[key]
+    value = given.get(key)
+    noun = nouns.get(key)
+    if inner.startswith("."):  # within an object: what msgspec says, where
+        return bad(f"parameter {key!r} is not {noun or _words(field.type)}: {message}")
+    enums = [m for m in _members(field.type) if isinstance(m, mi.EnumType)]
+    if enums and isinstance(value, str):
+        allowed = ", ".join(str(m.value) for m in enums[0].cls)
+        return Refused(f"unknown {key} {value!r}; use one of {allowed}")
+    what = f"an object of {noun}" if noun else _words(field.type)
+    return bad(f"parameter {key!r} must be {what}, not {value!r}")
 
 
 def bad(message: str) -> IpcError:
@@ -52,30 +178,6 @@ def flag(params: Params, key: str, default: bool) -> bool:
     return value
 
 
-def strings(params: Params, key: str) -> tuple[str, ...]:
-    """A list-of-strings parameter (a single string counts as a list of one)."""
-    value = params.get(key)
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise bad(f"parameter {key!r} must be a list of strings, not {value!r}")
-    return tuple(value)
-
-
-def string_map(params: Params, key: str) -> dict[str, str] | None:
-    """A parameter mapping strings to strings (an environment); None when absent."""
-    value = params.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise bad(f"parameter {key!r} must map strings to strings")
-    return dict(value)
-
-
 def whole(params: Params, key: str, *, minimum: int = 0) -> int | None:
     """A whole-number parameter of at least ``minimum`` (true and false are not numbers)."""
     value = params.get(key)
@@ -83,15 +185,6 @@ def whole(params: Params, key: str, *, minimum: int = 0) -> int | None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise bad(f"parameter {key!r} must be a whole number >= {minimum}, not {value!r}")
-    return value
-
-
-def seq(params: Params, key: str) -> int | None:
-    """A log position (an int >= 0), or None."""
-    value = params.get(key)
-    # bool is an int in Python: ``since: true`` must not pass for seq 1.
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-        raise bad(f"parameter {key!r} must be a seq (int >= 0) or null, not {value!r}")
     return value
 
 
@@ -104,34 +197,8 @@ def moment(params: Params, key: str) -> float | None:
     return None
 
 
-def delivery(params: Params, key: str = "delivery") -> Delivery:
-    """Delivery evidence a client read (a forge integration, a test), with the time it was
-    read (``checked_at``, seconds since the epoch): the supervisor judges it like git's."""
-    raw = params.get(key)
-    if not isinstance(raw, dict):
-        raise bad(f"parameter {key!r} must be an object of delivery evidence, not {raw!r}")
-    try:
-        found = msgspec.convert(raw, Delivery)
-    except msgspec.ValidationError as exc:
-        raise bad(f"parameter {key!r} is not delivery evidence: {exc}") from None
-    if not (math.isfinite(found.checked_at) and found.checked_at > 0):
-        raise bad(f"{key}.checked_at must say when the evidence was read (seconds since 1970)")
-    return found
-
-
-def choice(params: Params, key: str, kind: type[E], default: E) -> E:
-    """An enumerated parameter (``default`` when absent)."""
-    given = params.get(key)
-    try:
-        return kind(given or default)
-    except ValueError:
-        allowed = ", ".join(str(k) for k in kind)
-        raise Refused(f"unknown {key} {given!r}; use one of {allowed}") from None
-
-
-def harness(params: Params, default: Harness = DEFAULT_HARNESS) -> Harness:
-    """The ``harness`` parameter (``default`` when absent)."""
-    name = text(params, "harness", required=False) or default
+def harness_named(name: str) -> Harness:
+    """The harness ``name`` names (refused with the names there are when none)."""
     try:
         return Harness(name)
     except ValueError:
@@ -143,9 +210,10 @@ def agent_param(registry: Registry, params: Params, key: str = "agent") -> Agent
     return resolve_agent(registry, text(params, key) or "")
 
 
-def mission_param(registry: Registry, params: Params, agent: Agent | None = None) -> Mission:
-    """The mission a parameter names, else the mission of ``agent``."""
-    ref = text(params, "mission", required=agent is None or agent.mission is None)
+def mission_of(registry: Registry, ref: str | None, agent: Agent | None = None) -> Mission:
+    """The mission ``ref`` names, else (``ref`` None) the mission of ``agent``."""
+    if ref is None and (agent is None or agent.mission is None):
+        raise bad("parameter 'mission' is required; send it")
     if ref is None:
         assert agent is not None
         assert agent.mission is not None
@@ -153,32 +221,62 @@ def mission_param(registry: Registry, params: Params, agent: Agent | None = None
     return resolve_mission(registry, ref)
 
 
+def checked_delivery(found: Delivery, key: str = "delivery") -> Delivery:
+    """Delivery evidence a client sent, refused unless it says when it was read."""
+    if not (math.isfinite(found.checked_at) and found.checked_at > 0):
+        raise bad(f"{key}.checked_at must say when the evidence was read (seconds since 1970)")
+    return found
+
+
+class SpawnParams(Parameters, frozen=True, kw_only=True):
+    """The parameters of ``agents.spawn`` (``SpawnRequest`` says what each is)."""
+
+    #: None: config.toml's ``[agents] harness`` (claude unless the person chose).
+    harness: Harness | None = None
+    prompt: str | None = None
+    argv: tuple[str, ...] = ()
+    cwd: str | None = None
+    env: dict[str, str] | None = None
+    name: str | None = None
+    worktree: bool = False
+    role: Role = Role.AGENT
+    parent: str | None = None
+    mission: str | None = None
+    model: str | None = None
+    permission_mode: str | None = None
+    branch: str | None = None
+
+    def request(self, default: str = DEFAULT_HARNESS) -> SpawnRequest:
+        """The agent to launch, with the ``default`` harness when none was named."""
+        return SpawnRequest(
+            harness=self.harness or harness_named(default),
+            prompt=self.prompt,
+            argv=self.argv,
+            cwd=self.cwd,
+            env=self.env,
+            name=self.name,
+            worktree=self.worktree,
+            role=self.role,
+            parent=self.parent,
+            mission=self.mission,
+            model=self.model,
+            permission_mode=self.permission_mode,
+            branch=self.branch,
+        )
+
+
 def spawn_request(params: Params) -> SpawnRequest:
-    """The parameters of ``agents.spawn``."""
-    return SpawnRequest(
-        harness=harness(params),
-        prompt=text(params, "prompt", required=False),
-        argv=argv(params),
-        cwd=text(params, "cwd", required=False),
-        env=string_map(params, "env"),
-        name=text(params, "name", required=False),
-        worktree=flag(params, "worktree", False),
-        role=choice(params, "role", Role, Role.AGENT),
-        parent=text(params, "parent", required=False),
-        mission=text(params, "mission", required=False),
-        model=text(params, "model", required=False),
-        permission_mode=text(params, "permission_mode", required=False),
-    )
+    """The parameters of ``agents.spawn``, read from a dict."""
+    return decode(SpawnParams, params).request()
 
 
-def argv(params: Params) -> tuple[str, ...]:
-    """The ``argv`` parameter: a command line as a list of strings."""
-    value = params.get("argv")
-    if value is not None and (
-        not isinstance(value, list) or not all(isinstance(a, str) for a in value)
-    ):
-        raise bad("parameter 'argv' must be a list of strings")
-    return tuple(value or ())
+@dataclass(frozen=True)
+class HookCall:
+    """The parameters of ``hook`` as they came: a hook is never refused for them, and one that
+    cannot be used is kept verbatim with the reason (``agents/intake.py`` reads it with
+    ``hook_request``, live or spooled alike)."""
+
+    raw: Mapping[str, Any]
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,10 @@ class Service:
         """How many listeners are attached (subscriptions come and go)."""
         return len(self._listeners)
 
+    def has_committed(self, key: str) -> bool:
+        """Whether a commit with this idempotency key is durable (a payload taken already)."""
+        return self._log.has_key(key)
+
     def current(self) -> Registry:
         """The registry with every accepted event, durable or not (for decisions)."""
         return self._work if self._work is not None else self.registry

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from ..core import events as ev
 from ..core.events import Event
 from ..core.model import Agent, LaunchSettings
+from ..core.states import AgentState
 
 
 class Error(Exception):
@@ -89,7 +91,7 @@ class LaunchContext:
     # argv of the MCP relay (default: `volee mcp`); the daemon gives the lean `-I -S` form.
     mcp: tuple[str, ...] = ()
     # The daemon's MCP endpoint for this agent over HTTP, when it serves one (Claude Code then
-    # needs no relay process; daemon/mcphttp.py).
+    # needs no relay process; daemon/serving/mcphttp.py).
     mcp_url: str | None = None
     # argv of the status-line wrapper (cli/statusline.py, lean), before its arguments; empty:
     # volee sets no status line.
@@ -118,3 +120,22 @@ def one_line(text: str, limit: int = 100) -> str:
     """The first line of ``text``, shortened to ``limit`` characters."""
     first = text.strip().splitlines()[0] if text.strip() else ""
     return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def session_ended(agent: Agent, at: float, *, left: str | None, why: object = None) -> list[Event]:
+    """The events of the end of an agent's session (every harness's last hook): the person
+    left it themselves (``left``, the detail saying so, and a stop the person asked for), a
+    stop volee or the person asked for ended it (``held``: its detail kept), or it ended on
+    its own (``why``, when the harness says)."""
+    if left is not None:
+        detail = left
+    elif agent.held:
+        detail = agent.detail if agent.state is AgentState.STOPPED else "stopped by you"
+    else:
+        detail = f"session ended ({why})" if why else "session ended"
+    out: list[Event] = []
+    if agent.state is not AgentState.STOPPED or detail != agent.detail:
+        out.append(ev.StateChanged(at=at, agent=agent.id, state=AgentState.STOPPED, detail=detail))
+    if left is not None:
+        out.append(ev.StopRequested(at=at, agent=agent.id, by=ev.Stopper.HUMAN, reason=left))
+    return out

@@ -12,14 +12,17 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core import events as ev
 from ..core.events import Event
-from ..core.model import Agent, LaunchSettings, Request, RequestKind
+from ..core.limits import KIND_TEXT
+from ..core.model import Agent, LaunchSettings, LimitKind, Request, RequestKind
 from ..core.requests import (
     UNSAID_PERMISSION,
     dialog_request,
@@ -27,7 +30,14 @@ from ..core.requests import (
     question_request,
 )
 from ..core.states import AgentState
-from .base import LaunchContext, LaunchPlan, PayloadError, one_line, require_str
+from .base import (
+    LaunchContext,
+    LaunchPlan,
+    PayloadError,
+    one_line,
+    require_str,
+    session_ended,
+)
 
 DEFAULT_PERMISSION_MODE = "acceptEdits"
 HOOK_EVENTS = (
@@ -257,9 +267,52 @@ def status_line_events(agent: Agent, payload: dict[str, Any], at: float) -> list
         )
     if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 <= cost < 1e9:
         cost = None
-    if share == agent.context_share and (cost is None or cost == agent.cost_usd):
-        return []
-    return [ev.ContextUsed(at=at, agent=agent.id, share=float(share), cost_usd=cost)]
+    out: list[Event] = []
+    if share != agent.context_share or (cost is not None and cost != agent.cost_usd):
+        out.append(ev.ContextUsed(at=at, agent=agent.id, share=float(share), cost_usd=cost))
+    plan = plan_used(agent, payload.get("plan"), at)
+    if plan is not None:
+        out.append(plan)
+    return out
+
+
+def plan_used(agent: Agent, plan: object, at: float) -> ev.PlanUsed | None:
+    """``plan-used`` from the wrapper's ``plan`` (``{window: {used, resets_at}}``) when it
+    differs from what the agent holds; None without one (API keys report none)."""
+    if not isinstance(plan, dict):
+        return None
+
+    def window(name: str) -> tuple[float | None, float | None]:
+        entry = plan.get(name)
+        if not isinstance(entry, dict):
+            return None, None
+        used, resets = entry.get("used"), entry.get("resets_at")
+        if isinstance(used, bool) or not isinstance(used, (int, float)) or not 0 <= used <= 1:
+            return None, None
+        if isinstance(resets, bool) or not isinstance(resets, (int, float)) or resets <= 0:
+            return float(used), None
+        return float(used), float(resets)
+
+    five, five_resets = window("five_hour")
+    seven, seven_resets = window("seven_day")
+    if five is None and seven is None:
+        return None
+    old = agent.plan
+    if old is not None and (
+        old.five_hour,
+        old.five_hour_resets_at,
+        old.seven_day,
+        old.seven_day_resets_at,
+    ) == (five, five_resets, seven, seven_resets):
+        return None
+    return ev.PlanUsed(
+        at=at,
+        agent=agent.id,
+        five_hour=five,
+        five_hour_resets_at=five_resets,
+        seven_day=seven,
+        seven_day_resets_at=seven_resets,
+    )
 
 
 def hook_events(agent: Agent, hook: str, payload: dict[str, Any], at: float) -> list[Event]:
@@ -360,19 +413,115 @@ def claude_style_events(
         state(AgentState.DONE, one_line(last) if isinstance(last, str) else "")
     elif hook == "StopFailure":
         error = payload.get("error") or payload.get("message") or "the turn failed"
-        state(AgentState.FAILED, one_line(str(error)))
+        kind = stop_limit(payload, agent)
+        if kind is None:
+            state(AgentState.FAILED, one_line(str(error)))
+        else:
+            # The turn ended on a limit: the agent is alive at its prompt and waits for it
+            # to lift (docs/limits.md), neither done nor failed.
+            seen = agent.limit if agent.limit is not None and agent.limit.kind is kind else None
+            last = payload.get("last_assistant_message")
+            state(AgentState.IDLE, f"limited: {KIND_TEXT[kind]}")
+            out.append(
+                ev.LimitHit(
+                    at=at,
+                    agent=a,
+                    kind=kind,
+                    resets_at=seen.resets_at if seen is not None else None,
+                    ended=True,
+                    message=one_line(last) if isinstance(last, str) else "",
+                )
+            )
     elif hook == "SessionEnd":
         reason = payload.get("reason")
-        if reason == "prompt_input_exit":
-            state(AgentState.STOPPED, left)
-            out.append(ev.StopRequested(at=at, agent=a, by=ev.Stopper.HUMAN, reason=left))
-        elif agent.held:
-            state(
-                AgentState.STOPPED,
-                agent.detail if agent.state is AgentState.STOPPED else "stopped by you",
-            )
-        else:
-            state(AgentState.STOPPED, f"session ended ({reason})" if reason else "session ended")
+        by_person = left if reason == "prompt_input_exit" else None
+        out.extend(session_ended(agent, at, left=by_person, why=reason))
     elif hook not in QUIET_HOOKS:
         raise PayloadError(f"unknown {product} hook {hook!r}")
     return out
+
+
+# --- limits (docs/limits.md; read on the screens of 2.1.332, tests/harness/samples/limits) ---
+
+#: While Claude Code retries: "✻ 5-hour limit reached · retrying in 4s (10:50pm) · attempt
+#: 4/10", "✻ 529 Overloaded · retrying in 7s · attempt 5/10" (the clock time, when shown, is
+#: when the plan's limit resets, in local time).
+_RETRY = re.compile(
+    r"(?P<what>[^·✻●]*?)\s*·\s*retrying in \d+\s*s(?:\s*\((?P<clock>[^)]*)\))?"
+    r"\s*·\s*attempt (?P<attempt>\d+)\s*/\s*(?P<attempts>\d+)"
+)
+#: Claude Code's own automatic continue (claude.ai logins, ``autoContinueAtUsageLimit``):
+#: "Continuing automatically at 4:20pm · Esc to cancel", "Usage limit reached · set to
+#: continue automatically at 4:20pm".
+_AUTO_CONTINUE = re.compile(r"continu(?:e|ing) automatically", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ScreenRetry:
+    """A retry of a limit that Claude Code shows while its turn runs."""
+
+    kind: LimitKind
+    attempt: int
+    attempts: int
+    clock: str | None  # the reset, as the screen shows it ("1:38am"), if it does
+
+
+def limit_kind(text: str) -> LimitKind | None:
+    """The limit a text names (a retry line's head, a last message), or None."""
+    lowered = text.lower()
+    if "5-hour" in lowered or "session limit" in lowered:
+        return LimitKind.FIVE_HOUR
+    if any(word in lowered for word in ("weekly", "opus limit", "sonnet limit", "7-day")):
+        return LimitKind.SEVEN_DAY
+    if "overloaded" in lowered or "529" in lowered:
+        return LimitKind.OVERLOADED
+    if "rate limit" in lowered or "(429)" in lowered:
+        return LimitKind.RATE
+    return None
+
+
+def screen_retry(lines: Sequence[str]) -> ScreenRetry | None:
+    """The limit retry the screen shows (the lowest such line), or None."""
+    for line in reversed(lines):
+        match = _RETRY.search(line)
+        if match is None:
+            continue
+        kind = limit_kind(match.group("what"))
+        if kind is None:
+            return None  # "API error · retrying": not a limit (yet)
+        clock = match.group("clock")
+        return ScreenRetry(
+            kind=kind,
+            attempt=int(match.group("attempt")),
+            attempts=int(match.group("attempts")),
+            clock=clock.strip() if clock else None,
+        )
+    return None
+
+
+def auto_continues(lines: Sequence[str]) -> bool:
+    """Whether Claude Code shows that it will continue the task itself after the limit."""
+    return any(_AUTO_CONTINUE.search(line) for line in lines)
+
+
+def stop_limit(payload: dict[str, Any], agent: Agent) -> LimitKind | None:
+    """The limit a ``StopFailure`` ended the turn on, or None (another error).
+
+    Measured with 2.1.332: ``error`` is ``rate_limit`` for any 429 (the plan's limit or
+    not: which one shows only on the screen while it retried, so the kind seen there
+    wins), and ``server_error`` for a 529, whose last message says "529 Overloaded".
+    """
+    error = payload.get("error")
+    message = payload.get("last_assistant_message")
+    text = f"{message if isinstance(message, str) else ''} {payload.get('error_details') or ''}"
+    if error == "rate_limit":
+        # The limit seen retrying in this turn, or the one it already waits on (Claude Code
+        # can end a turn on it twice: a side request meets it too).
+        seen = agent.limit.kind if agent.limit is not None else None
+        if seen is not None and seen is not LimitKind.OVERLOADED:
+            return seen
+        kind = limit_kind(text)
+        return kind if kind is not None and kind is not LimitKind.OVERLOADED else LimitKind.RATE
+    if error in ("overloaded", "server_error") and limit_kind(text) is LimitKind.OVERLOADED:
+        return LimitKind.OVERLOADED
+    return None

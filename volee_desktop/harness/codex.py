@@ -209,3 +209,29 @@ def hook_events(agent: Agent, hook: str, payload: dict[str, Any], at: float) -> 
         else e
         for e in events
     ]
+
+
+# --- limits (docs/limits.md; read on the screen of 0.171.0, tests/harness/samples/limits) ---
+
+#: codex 0.171 fires no hook when a limit ends its turn; its screen says "■ You’ve hit your
+#: usage limit. Upgrade to Pro (…) or try again at Dec 2nd, 2026 2:12 AM." (local time).
+_LIMIT = re.compile(r"■\s*You.ve hit your usage limit", re.IGNORECASE)
+_TRY_AGAIN = re.compile(r"try again at (?P<when>[^.›■•]+)\.")
+
+
+@dataclass(frozen=True)
+class ScreenLimit:
+    """codex's usage limit on its screen, with its reset as it says it, local time ("12:12
+    AM" later today, "Dec 2nd, 2026 2:12 AM" another day), if it does."""
+
+    clock: str | None
+
+
+def screen_limit(lines: list[str]) -> ScreenLimit | None:
+    """The usage limit codex's screen shows at the end of a turn, or None."""
+    text = " ".join(line.strip() for line in lines)
+    found = _LIMIT.search(text)
+    if found is None:
+        return None
+    match = _TRY_AGAIN.search(text[found.end() :])
+    return ScreenLimit(clock=match["when"].strip() if match else None)

@@ -26,6 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..core.answer import Answer, AnswerKind
 from ..core.model import Request, RequestKind
 from ..core.requests import FILE_KEYS, SHELL_TOOLS
 
@@ -64,27 +65,6 @@ class Dialog:
 
     def option(self, number: int) -> Option | None:
         return next((o for o in self.options if o.number == number), None)
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What the person answers: ``allow`` (``always``), ``deny`` (``reason``), ``option``
-    (its number, 1-based) or ``reply`` (``text``)."""
-
-    kind: str  # allow | deny | option | reply
-    always: bool = False
-    reason: str = ""
-    option: int | None = None
-    text: str = ""
-
-    @property
-    def word(self) -> str:
-        """How the answer is recorded (``request-answered``'s ``answer``)."""
-        if self.kind == "allow":
-            return "allow-always" if self.always else "allow"
-        if self.kind == "option":
-            return f"option:{self.option}"
-        return self.kind
 
 
 @dataclass(frozen=True)
@@ -196,21 +176,31 @@ def shows(dialog: Dialog, request: Request) -> str | None:
     return None
 
 
-def keys_for(
-    lines: Sequence[str], request: Request, decision: Decision, harness: str = "claude"
-) -> Keys | str:
-    """The keys answering ``request`` with ``decision`` on this screen, or why not (pure)."""
+def dialog_for(lines: Sequence[str], request: Request) -> Dialog | str:
+    """The request's own dialog at the bottom of this screen, or why not (pure)."""
     dialog = find_dialog(lines)
     if dialog is None:
         return "no dialog is open on its screen"
     problem = shows(dialog, request)
-    if problem is not None:
-        return problem
+    return dialog if problem is None else problem
+
+
+def keys_for(lines: Sequence[str], request: Request, answer: Answer) -> Keys | str:
+    """The keys answering ``request`` with ``answer`` on this screen, or why not (pure)."""
+    dialog = dialog_for(lines, request)
+    if isinstance(dialog, str):
+        return dialog
+    return answer_keys(dialog, request, answer)
+
+
+def answer_keys(dialog: Dialog, request: Request, answer: Answer) -> Keys | str:
+    """The keys answering ``request`` with ``answer`` on its ``dialog`` (found on screen
+    with :func:`dialog_for`), or why they cannot (pure)."""
     if request.kind is RequestKind.QUESTION:
-        return _question_keys(dialog, request, decision)
-    if decision.kind not in ("allow", "deny"):
+        return _question_keys(dialog, request, answer)
+    if not answer.kind.permission:
         return f"it asks a permission ({request.summary}): allow or deny it"
-    if decision.kind == "deny":
+    if answer.kind is AnswerKind.DENY:
         no = next((o for o in dialog.options if o.label.lower().startswith("no")), None)
         if no is not None and no.key == ESC:
             return Keys(ESC)
@@ -223,7 +213,7 @@ def keys_for(
     first = dialog.option(1)
     if first is None or not first.label.lower().startswith("yes"):
         return "the dialog's first option is not Yes"
-    if not decision.always:
+    if answer.kind is AnswerKind.ALLOW:
         return Keys(first.key)
     always = next(
         (
@@ -238,11 +228,11 @@ def keys_for(
     return Keys(always.key)
 
 
-def _question_keys(dialog: Dialog, request: Request, decision: Decision) -> Keys | str:
-    if decision.kind == "deny":
+def _question_keys(dialog: Dialog, request: Request, answer: Answer) -> Keys | str:
+    if answer.kind is AnswerKind.DENY:
         return Keys(ESC) if dialog.escapable else "the question on screen cannot be dismissed"
-    if decision.kind == "option" and decision.option is not None:
-        index = decision.option
+    if answer.kind is AnswerKind.OPTION:
+        index = answer.option
         if not 1 <= index <= len(request.options):
             return f"there is no option {index}: the options are 1 to {len(request.options)}"
         option = dialog.option(index)
@@ -250,12 +240,12 @@ def _question_keys(dialog: Dialog, request: Request, decision: Decision) -> Keys
         if option is None or squash(label).lower() not in squash(option.label).lower():
             return f"option {index} on screen is not {label!r}"
         return Keys(option.key)
-    if decision.kind == "reply" and decision.text.strip():
+    if answer.kind is AnswerKind.REPLY:
         other = next(
             (o for o in dialog.options if o.label.lower().rstrip(".").startswith(TYPE_SOMETHING)),
             None,
         )
         if other is None:
             return "the question on screen takes no typed answer"
-        return Keys(other.key, text=decision.text, enter=True)
+        return Keys(other.key, text=answer.text, enter=True)
     return "answer the question with an option number or a reply"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,10 @@ from typing import Any
 from .. import datafiles
 from ..core import events as ev
 from ..core.events import Event
-from ..core.model import Agent, LaunchSettings
+from ..core.limits import KIND_TEXT, detail, limit_of
+from ..core.model import Agent, LaunchSettings, LimitKind
 from ..core.states import AgentState
-from .base import Error, LaunchContext, LaunchPlan, PayloadError, one_line
+from .base import Error, LaunchContext, LaunchPlan, PayloadError, one_line, session_ended
 from .claude import tool_activity
 
 EXTENSION = Path("pi") / "volee-extension.ts"
@@ -154,7 +156,10 @@ def hook_events(agent: Agent, hook: str, payload: dict[str, Any], at: float) -> 
         if agent.state in (AgentState.LAUNCHING, AgentState.STOPPED, AgentState.FAILED):
             state(AgentState.IDLE)
     elif hook == "agent_start":
-        state(AgentState.WORKING)
+        # pi's own retry of a turn that ended on a limit keeps saying it retries.
+        limit = agent.limit
+        retrying = limit is not None and not limit.ended
+        state(AgentState.WORKING, detail(limit) if limit is not None and retrying else "")
     elif hook == "tool_call":
         state(AgentState.WORKING)
         out.append(ev.ActivityRecorded(at=at, agent=a, activity=tool_activity(payload)))
@@ -165,20 +170,76 @@ def hook_events(agent: Agent, hook: str, payload: dict[str, Any], at: float) -> 
             )
         )
     elif hook == "agent_end":
-        state(AgentState.DONE)
+        kind = error_limit(payload)
+        if kind is None:
+            state(AgentState.DONE)
+        else:
+            out.extend(limit_events(agent, kind, payload, at))
     else:  # session_shutdown
         reason = payload.get("reason")
         signal = payload.get("signal")
         if reason in ("new", "resume", "fork", "reload"):
             return out  # pi switches sessions: a session_start follows
-        if reason == "quit" and not signal:
-            state(AgentState.STOPPED, LEFT_BY_PERSON)
-            out.append(ev.StopRequested(at=at, agent=a, by=ev.Stopper.HUMAN, reason=LEFT_BY_PERSON))
-        elif agent.held:
-            state(
-                AgentState.STOPPED,
-                agent.detail if agent.state is AgentState.STOPPED else "stopped by you",
-            )
-        else:
-            state(AgentState.STOPPED, f"session ended ({signal})" if signal else "session ended")
+        by_person = LEFT_BY_PERSON if reason == "quit" and not signal else None
+        out.extend(session_ended(agent, at, left=by_person, why=signal))
     return out
+
+
+# --- limits (docs/limits.md; recorded with 0.73.1, tests/harness/samples/limits) ---------
+
+#: pi 0.73.1 ends a turn on an API error with ``agent_end`` whose last message has
+#: ``stopReason: "error"`` and ``errorMessage`` "429 {"type":"error","error":{"type":
+#: "rate_limit_error",…}}" (any 429: pi reads none of the unified headers, so a plan's limit
+#: and a plain rate limit look the same) or "529 {…"overloaded_error"…}".
+_RATE = re.compile(r"\b429\b|rate.?limit|too many requests", re.IGNORECASE)
+_OVERLOADED = re.compile(r"\b529\b|overloaded", re.IGNORECASE)
+
+
+def error_limit(payload: Mapping[str, Any]) -> LimitKind | None:
+    """The limit an ``agent_end`` of volee's extension ended on, or None (not an error, or
+    another one)."""
+    if payload.get("stop_reason") != "error":
+        return None
+    message = payload.get("error_message")
+    text = message if isinstance(message, str) else ""
+    if _OVERLOADED.search(text):
+        return LimitKind.OVERLOADED
+    if _RATE.search(text):
+        return LimitKind.RATE
+    return None
+
+
+def limit_events(
+    agent: Agent, kind: LimitKind, payload: Mapping[str, Any], at: float
+) -> list[Event]:
+    """A turn pi ended on a limit: pi retries it by itself while it has retries left (the
+    extension counts the turns of this prompt that ended on an error, ``errors_in_a_row``,
+    against pi's ``retry.maxRetries``, ``max_retries``: 0 when its auto-retry is off); after
+    the last, the agent waits at its prompt, ``idle`` with its limit (no reset time: pi
+    names none)."""
+    errors = payload.get("errors_in_a_row")
+    retries = payload.get("max_retries")
+    errors = errors if isinstance(errors, int) and errors > 0 else 1
+    retries = retries if isinstance(retries, int) and retries >= 0 else 0
+    message = payload.get("error_message")
+    text = one_line(message) if isinstance(message, str) else ""
+    if errors <= retries:
+        hit = ev.LimitHit(
+            at=at, agent=agent.id, kind=kind, attempt=errors, attempts=retries, message=text
+        )
+        return [
+            hit,
+            ev.StateChanged(
+                at=at,
+                agent=agent.id,
+                state=AgentState.WORKING,
+                detail=detail(limit_of(hit)),
+                progress=False,
+            ),
+        ]
+    return [
+        ev.StateChanged(
+            at=at, agent=agent.id, state=AgentState.IDLE, detail=f"limited: {KIND_TEXT[kind]}"
+        ),
+        ev.LimitHit(at=at, agent=agent.id, kind=kind, ended=True, message=text),
+    ]

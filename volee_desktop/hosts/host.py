@@ -22,11 +22,18 @@ Life of a host:
    the linger early.  A SIGTERM/SIGHUP to the host hangs up the program (SIGHUP to its
    group, SIGKILL after a grace) and records ``host_signal`` in the exit, so the daemon can
    tell a machine stopping from the program ending by itself.
+6. Whatever the program left behind is ended before the host exits: on Linux the host is
+   the subreaper of the program's tree, so every leftover (``&``, ``nohup``, ``setsid`` and a
+   double fork) is its descendant; they get SIGTERM when the program ends, SIGKILL after
+   ``LEFTOVER_GRACE``, and the host exits only once it has no child left (or after
+   ``LEFTOVER_WAIT``: a process of another user it cannot signal).  Elsewhere the program's
+   process group gets the same.  Nothing of an agent outlives its host as the person
+   (docs/trust-model.md).
 
 Stdlib only, one thread, one ``poller``: a host runs for every agent and must stay small
 (target <= 6 MiB USS).  Never import the daemon, store, core or ``dataclasses`` here, nor
 ``json``, ``socket``, ``signal`` or ``selectors``: they pull in ``re`` and ``enum``, 1.5 MiB of
-every host.  The host uses their C halves (``_socket``, ``_signal``, ``leanjson`` over
+every host.  The host uses their C halves (``_socket``, ``_signal``, ``lean`` over
 ``_json``, ``poller`` over ``select.epoll``); ``tests/hosts/test_lean.py`` keeps it so.
 """
 
@@ -39,7 +46,8 @@ import struct
 import sys
 import time
 
-from volee_desktop.hosts import leanjson, recordio, wire
+from volee_desktop import lean
+from volee_desktop.hosts import recordio, tree, wire
 from volee_desktop.hosts.poller import EVENT_READ, EVENT_WRITE, Poller
 from volee_desktop.hosts.requests import Requests, _Client
 from volee_desktop.hosts.ring import Ring
@@ -57,6 +65,11 @@ SCROLLBACK_BYTES = 256 * 1024
 CLIENT_BACKLOG_LIMIT = 4 * 1024 * 1024
 DEFAULT_LINGER = 2.0
 HANGUP_GRACE = 3.0
+# What the program left behind gets this long after SIGTERM before SIGKILL; the host waits
+# for them at most LEFTOVER_WAIT more (SIGKILL cannot be refused, but another user's can).
+LEFTOVER_GRACE = 1.0
+LEFTOVER_WAIT = 5.0
+LEFTOVER_CHECK = 0.05
 PASTE_ON = b"\x1b[?2004h"
 PASTE_OFF = b"\x1b[?2004l"
 _SIGNALS = {getattr(_signal, name): name for name in HOST_SIGNALS}  # number: name
@@ -125,6 +138,9 @@ class Host(Requests):
         self.send_busy = False
         self.timers: list[tuple[float, object]] = []
         self.done = False
+        self.linger_over = False
+        # Ending the program's leftovers: None (not begun or done), else when to give up.
+        self.leftovers_until: float | None = None
         self._sig_r = -1
 
     # -- start ---------------------------------------------------------------
@@ -175,7 +191,7 @@ class Host(Requests):
 
     def write_record(self) -> None:
         try:
-            recordio.write_json_atomic(self.record_path, leanjson.dumps(self.record, indent=1))
+            recordio.write_json_atomic(self.record_path, lean.dumps(self.record, indent=1))
         except OSError as exc:
             _log(f"cannot write record {self.record_path}: {exc}")
 
@@ -266,7 +282,9 @@ class Host(Requests):
     def _host_signalled(self, name: str) -> None:
         _log(f"got {name}; hanging up the program")
         if self.exit is not None:
-            self.done = True
+            if self.leftovers_until is not None:
+                self._kill_leftovers()  # no more grace: the host is told to go
+            self._end_linger()
             return
         if self.host_signal is None:
             self.host_signal = name
@@ -291,6 +309,8 @@ class Host(Requests):
             try:
                 pid, status = os.waitpid(-1 if self.subreaper else self.pid, os.WNOHANG)
             except ChildProcessError:
+                if self.leftovers_until is not None and self.subreaper:
+                    self._leftovers_ended()  # no child: nothing of the tree is left
                 return
             if pid == 0:
                 return
@@ -318,13 +338,58 @@ class Host(Requests):
         for client, _, _ in self.sends:
             self._reply(client, {"ok": False, "error": "the program ended before the text"})
         self.sends.clear()
+        self._end_leftovers()
         if self.host_signal is not None:
-            self.done = True
+            self._end_linger()
         else:
             self._later(self.linger, self._end_linger)
 
     def _end_linger(self) -> None:
-        self.done = True
+        self.linger_over = True
+        self.done = self.leftovers_until is None
+
+    # -- what the program left behind ----------------------------------------
+
+    def _leftovers(self) -> list[int]:
+        """What is left of the program's tree: on Linux, as its subreaper, every process the
+        tree left is a descendant of the host; elsewhere its process group (pid) is known."""
+        if self.subreaper:
+            return tree.descendants([os.getpid()])
+        try:
+            os.killpg(self.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [-self.pid]  # os.kill of a negative pid signals the group
+
+    def _end_leftovers(self) -> None:
+        """The program ended: SIGTERM what it left behind, SIGKILL it after a grace."""
+        left = self._leftovers()
+        if not left:
+            return
+        _log(f"the program left {left} behind; ending them")
+        self.leftovers_until = time.monotonic() + LEFTOVER_GRACE + LEFTOVER_WAIT
+        tree.signal_each(left, _signal.SIGTERM)
+        tree.signal_each(left, _signal.SIGCONT)  # a stopped process gets its SIGTERM too
+        self._later(LEFTOVER_GRACE, self._kill_leftovers)
+
+    def _kill_leftovers(self) -> None:
+        if self.leftovers_until is None:
+            return
+        self._reap()
+        left = self._leftovers()
+        if not left:
+            self._leftovers_ended()
+            return
+        if time.monotonic() > self.leftovers_until:
+            _log(f"could not end {left}; leaving them")
+            self._leftovers_ended()
+            return
+        tree.signal_each(left, _signal.SIGKILL)
+        self._later(LEFTOVER_CHECK, self._kill_leftovers)  # until the tree is empty
+
+    def _leftovers_ended(self) -> None:
+        self.leftovers_until = None
+        self.done = self.linger_over
 
     def _drain_master(self) -> None:
         while self.master >= 0:

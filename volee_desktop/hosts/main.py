@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from volee_desktop.hosts import leanjson
+from volee_desktop import lean
 from volee_desktop.hosts.host import DEFAULT_LINGER, Host, _log
 
 # Not typing.TYPE_CHECKING: importing typing would cost every host its memory.
@@ -59,7 +59,7 @@ def _tell(fd: int, obj: dict[str, object]) -> None:
     if fd < 0:
         return
     try:
-        os.write(fd, (leanjson.dumps(obj) + "\n").encode())
+        os.write(fd, (lean.dumps(obj) + "\n").encode())
     except OSError:
         pass
     try:
@@ -75,7 +75,7 @@ def main(args: list[str] | None = None) -> int:
     env = dict(os.environ)
     if "env-file" in opts:
         with open(opts["env-file"], "rb") as f:
-            env = leanjson.loads(f.read())
+            env = lean.loads(f.read())
         os.unlink(opts["env-file"])
     if "foreground" not in opts:
         if os.getsid(0) != os.getpid():

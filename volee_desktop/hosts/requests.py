@@ -33,6 +33,21 @@ PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
 
 
+def _whole(value: object, what: str) -> int:
+    """A request's number as ``int()`` reads it (an int, a float, a numeral: ValueError for
+    another text), TypeError for any other JSON value."""
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"{what!r} must be a number, not {type(value).__name__}")
+
+
+def _real(value: object, what: str) -> float:
+    """A request's number as ``float()`` reads it; TypeError for a JSON value that is none."""
+    if isinstance(value, (int, float, str)):
+        return float(value)
+    raise TypeError(f"{what!r} must be a number, not {type(value).__name__}")
+
+
 class _Client:
     """One connection to the host socket."""
 
@@ -74,6 +89,7 @@ class Requests:
         def _write_pty(self, data: bytes) -> None: ...
         def _later(self, delay: float, fn: object) -> None: ...
         def _killpg(self, sig: int) -> bool: ...
+        def _end_linger(self) -> None: ...
 
     # -- requests ------------------------------------------------------------
 
@@ -97,7 +113,7 @@ class Requests:
         client.watching = True
         self._reply(client, {"ok": True, "rows": self.rows, "cols": self.cols})
         if req.get("output"):
-            # The daemon renders the screen from the output (daemon/screens.py): the recent
+            # The daemon renders the screen from the output (daemon/agents/screens.py): the recent
             # output first, then everything new, and each resize.
             client.output = True
             replay = self.scrollback.tail(REPLAY_BYTES)
@@ -109,7 +125,7 @@ class Requests:
     def _op_attach(self, client: _Client, req: dict[str, object]) -> None:
         client.attached = True
         if req.get("rows") and req.get("cols") and self.exit is None:
-            self._resize(int(req["rows"]), int(req["cols"]))  # type: ignore[call-overload]
+            self._resize(_whole(req["rows"], "rows"), _whole(req["cols"], "cols"))
         self._reply(client, {"ok": True, "rows": self.rows, "cols": self.cols})
         replay = self.scrollback.tail(REPLAY_BYTES)
         if replay:
@@ -166,13 +182,13 @@ class Requests:
 
     def _op_resize(self, client: _Client, req: dict[str, object]) -> None:
         if self.exit is None:
-            self._resize(int(req["rows"]), int(req["cols"]))  # type: ignore[call-overload]
+            self._resize(_whole(req["rows"], "rows"), _whole(req["cols"], "cols"))
         self._reply(client, {"ok": True})
 
     def _op_screen(self, client: _Client, req: dict[str, object]) -> None:
         from volee_desktop.hosts.screen import render
 
-        lines = int(req.get("lines", self.rows))  # type: ignore[call-overload]
+        lines = _whole(req.get("lines", self.rows), "lines")
         # Render only the tail the lines can come from: decoding the whole scrollback
         # would grow the host by a MiB that the allocator keeps.
         window = min(len(self.scrollback), max(SCREEN_WINDOW, lines * 1024))
@@ -182,7 +198,7 @@ class Requests:
 
     def _op_signal(self, client: _Client, req: dict[str, object]) -> None:
         sig = req.get("signal")
-        num = getattr(_signal, sig, None) if isinstance(sig, str) else int(sig)  # type: ignore[call-overload]
+        num = getattr(_signal, sig, None) if isinstance(sig, str) else _whole(sig, "signal")
         # A name or number that is no signal was a host crash (AttributeError, EINVAL).
         if not isinstance(num, int) or not 0 <= num < _signal.NSIG:
             raise ValueError(f"unknown signal {sig!r}")
@@ -192,7 +208,7 @@ class Requests:
         if self.exit is not None:
             self._reply(client, {"ok": True, "exit": self.exit})
             return
-        grace = float(req.get("grace", 5.0))  # type: ignore[arg-type]
+        grace = _real(req.get("grace", 5.0), "grace")
         self.stop_waiters.append(client)
         if not self.stop_requested:
             self.stop_requested = True
@@ -218,4 +234,4 @@ class Requests:
             self._reply(client, {"ok": False, "error": "the program is running; stop it first"})
             return
         self._reply(client, {"ok": True})
-        self.done = True
+        self._end_linger()  # the host still ends what the program left behind

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import struct
 
-from . import leanjson
+from volee_desktop import lean
+
 from .errors import Error
 
 JSON = b"J"
@@ -33,7 +34,7 @@ def frame(kind: bytes, payload: bytes) -> bytes:
 
 def json_frame(obj: dict[str, object]) -> bytes:
     """Encode one JSON frame."""
-    return frame(JSON, leanjson.dumps(obj, separators=(",", ":")).encode())
+    return frame(JSON, lean.dumps(obj, separators=(",", ":")).encode())
 
 
 class FrameReader:
@@ -65,7 +66,7 @@ class FrameReader:
 def decode_json(payload: bytes) -> dict[str, object]:
     """Decode a JSON frame's payload, which must be an object."""
     try:
-        obj = leanjson.loads(payload)
+        obj = lean.loads(payload)
     except ValueError as exc:
         raise FrameError(f"bad JSON frame: {exc}") from exc
     if not isinstance(obj, dict):

@@ -5,7 +5,8 @@ order, one at a time; different connections run concurrently.  Everything the
 server sends goes through a bounded send buffer: a client that stops reading is
 disconnected instead of letting the daemon's memory grow.  Pushes a handler
 asks for while a request is being handled are held until that request's reply
-is written, so a push never overtakes the reply that started it.
+is written, so a push never overtakes the reply that started it (``connection.py``: a
+connection as a handler sees it, and the ``MethodTable``).
 """
 
 from __future__ import annotations
@@ -13,12 +14,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from volee_desktop.ipc.caller import Caller, Identify
+from volee_desktop.ipc.caller import Identify
+from volee_desktop.ipc.connection import (
+    Connection,
+    Handler,
+    MethodTable,
+    Reply,
+    Takeover,
+    TakeoverServe,
+)
 from volee_desktop.ipc.protocol import (
     MAX_MESSAGE,
     OVERSIZED,
@@ -28,10 +36,14 @@ from volee_desktop.ipc.protocol import (
     RequestError,
     decode_request,
     encode_error,
-    encode_push,
     encode_result,
 )
-from volee_desktop.ipc.transport import Listener, PeerCredentials, Transport, default_transport
+from volee_desktop.ipc.transport import (
+    Listener,
+    Transport,
+    default_transport,
+    release,
+)
 
 log = logging.getLogger(__name__)
 
@@ -77,251 +89,6 @@ def connection_cap() -> int:
     if soft == resource.RLIM_INFINITY:
         return 4096
     return max(16, min(4096, soft // 2))
-
-
-AfterReply = Callable[[], Awaitable[None] | None]
-#: Serves a connection taken over: the bytes already received after the request, and the rest.
-TakeoverServe = Callable[["Connection", bytes, asyncio.StreamReader], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A handler's result plus work to start once the reply is on the wire (e.g. pushes)."""
-
-    result: Any
-    after: AfterReply | None = None
-
-
-@dataclass(frozen=True)
-class Takeover:
-    """A handler's result after which the connection stops speaking volee's protocol.
-
-    Once the reply is written, ``serve`` gets the connection's raw bytes (those already
-    received after the request, then its reader) until it returns; the connection then
-    closes.  The MCP relays use it: the rest of their connection is one MCP session.
-    """
-
-    result: Any
-    serve: TakeoverServe
-
-
-class Handler(Protocol):
-    """What the server calls for each request; raise IpcError for expected errors."""
-
-    async def __call__(self, conn: Connection, method: str, params: dict[str, Any]) -> Any: ...
-
-
-Method = Callable[["Connection", dict[str, Any]], Awaitable[Any]]
-
-
-class MethodTable:
-    """A Handler that dispatches by method name and answers ``unknown_method`` otherwise."""
-
-    def __init__(self, server: str = "this daemon") -> None:
-        self._methods: dict[str, Method] = {}
-        self.server = server  # who answers, for the unknown_method message
-
-    def add(self, name: str, fn: Method) -> None:
-        if name in self._methods:
-            raise ValueError(f"method {name!r} is registered twice; pick another name")
-        self._methods[name] = fn
-
-    def method(self, name: str) -> Callable[[Method], Method]:
-        """Decorator form of ``add``."""
-
-        def register(fn: Method) -> Method:
-            self.add(name, fn)
-            return fn
-
-        return register
-
-    @property
-    def names(self) -> list[str]:
-        return sorted(self._methods)
-
-    async def __call__(self, conn: Connection, method: str, params: dict[str, Any]) -> Any:
-        fn = self._methods.get(method)
-        if fn is None:
-            raise IpcError(
-                ErrorCode.UNKNOWN_METHOD,
-                f"unknown method {method!r}; {self.server} knows: {', '.join(self.names)} "
-                "(a newer volee may need a newer daemon: restart it)",
-            )
-        return await fn(conn, params)
-
-
-class Connection:
-    """One client connection, as a handler sees it."""
-
-    def __init__(
-        self,
-        writer: asyncio.StreamWriter,
-        peer: PeerCredentials,
-        max_send_buffer: int,
-        caller: Caller | None = None,
-    ) -> None:
-        self._writer = writer
-        self.peer = peer
-        # Who this connection speaks for (ipc/caller.py): decided once, when it was accepted.
-        self.caller = caller or Caller.person(peer.pid, "this server identifies no one")
-        self.max_send_buffer = max_send_buffer
-        self.closed = asyncio.Event()
-        self._in_request = False
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._held: list[bytes] = []
-        self._held_bytes = 0
-        self._after: list[AfterReply] = []
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._takeover: TakeoverServe | None = None
-        # Unfinished bytes this connection holds, as the server counts them.
-        self._unfinished: int | None = None
-
-    @property
-    def peer_uid(self) -> int:
-        return self.peer.uid
-
-    @property
-    def peer_pid(self) -> int | None:
-        return self.peer.pid
-
-    @property
-    def send_buffer_size(self) -> int:
-        """Bytes waiting to be sent to this client (held pushes included)."""
-        return self._writer.transport.get_write_buffer_size() + self._held_bytes
-
-    def __repr__(self) -> str:
-        return f"<Connection uid={self.peer.uid} pid={self.peer.pid} {self.caller.kind}>"
-
-    async def push(self, name: str, payload: dict[str, Any]) -> bool:
-        """Send a push; False when the connection is closed (or just closed: too slow).
-
-        Raises IpcError(too_large) when the push does not fit in one message and
-        TypeError/ValueError when the payload is not JSON.
-        """
-        data = encode_push(name, payload)
-        if len(data) - 1 > MAX_MESSAGE:
-            raise IpcError(
-                ErrorCode.TOO_LARGE,
-                f"push {name!r} is {len(data) - 1} bytes, more than {MAX_MESSAGE}; "
-                "split it into smaller pushes",
-            )
-        if self.closed.is_set():
-            return False
-        if self._in_request:
-            self._held.append(data)
-            self._held_bytes += len(data)
-            return self._check_buffer()
-        return self._send(data)
-
-    def after_reply(self, fn: AfterReply) -> None:
-        """Run ``fn`` once the reply to the current request is written (not if it fails).
-
-        If ``fn`` returns an awaitable it runs as a task of this connection,
-        cancelled when the connection closes.
-        """
-        self._after.append(fn)
-
-    async def wait_closed(self) -> None:
-        await self.closed.wait()
-
-    async def write_raw(self, data: bytes) -> None:
-        """Send bytes as they are, waiting while the client is slow (taken-over connections)."""
-        if self.closed.is_set() or self._writer.transport.is_closing():
-            raise ConnectionResetError("the connection is closed")
-        self._writer.write(data)
-        await self._writer.drain()
-
-    def close(self) -> None:
-        """Drop the connection now."""
-        self._writer.transport.abort()
-        self._mark_closed()
-
-    def _close_with(self, data: bytes) -> None:
-        """Send ``data`` (an error saying why) and end the sending side; the caller drains
-        what the client still sends (closing with unread bytes would reset the connection
-        and could lose ``data``), then closes."""
-        if not self.closed.is_set() and not self._writer.transport.is_closing():
-            self._writer.write(data)
-            if self._writer.can_write_eof():
-                self._writer.write_eof()
-        self._mark_closed()
-
-    # -- used by the server -------------------------------------------------
-
-    def _send(self, data: bytes) -> bool:
-        if self.closed.is_set() or self._writer.transport.is_closing():
-            return False
-        self._writer.write(data)
-        return self._check_buffer()
-
-    def _check_buffer(self) -> bool:
-        size = self.send_buffer_size
-        if size > self.max_send_buffer:
-            log.warning(
-                "disconnecting %r: it is not reading (%d bytes waiting, limit %d)",
-                self,
-                size,
-                self.max_send_buffer,
-            )
-            self.close()
-            return False
-        return True
-
-    def _begin_request(self) -> None:
-        self._in_request = True
-        self._idle.clear()
-        self._after.clear()
-
-    def _end_request(self, reply: bytes, run_after: bool) -> None:
-        self._in_request = False
-        self._idle.set()
-        after, self._after = self._after, []
-        held, self._held, self._held_bytes = self._held, [], 0
-        if not self._send(reply):
-            return
-        for data in held:
-            if not self._send(data):
-                return
-        if not run_after:
-            return
-        for fn in after:
-            try:
-                outcome = fn()
-            except Exception:
-                log.exception("after-reply callback of %r failed", self)
-                continue
-            if outcome is not None:
-                self._spawn(outcome)
-
-    def _spawn(self, aw: Awaitable[None]) -> None:
-        async def run() -> None:
-            try:
-                await aw
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("after-reply task of %r failed", self)
-
-        task = asyncio.get_running_loop().create_task(run())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    def _mark_closed(self) -> None:
-        if self.closed.is_set():
-            return
-        self.closed.set()
-        self._idle.set()
-        self._held.clear()
-        self._held_bytes = 0
-        for task in list(self._tasks):
-            task.cancel()
-
-    async def _cancel_tasks(self) -> None:
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class IpcServer:
@@ -414,11 +181,21 @@ class IpcServer:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    def _forget_peer(self, writer: asyncio.StreamWriter) -> None:
+        """A connection refused before it is served: let go of what accept read of its peer
+        (its pidfd), so that refusing many connections does not hold as many fds."""
+        try:
+            release(self._transport.peer_credentials(writer))
+        except OSError:
+            pass
+
     def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._closing:
+            self._forget_peer(writer)
             writer.transport.abort()
             return
         if len(self._conn_tasks) >= self.max_connections:
+            self._forget_peer(writer)
             log.warning(
                 "refused a connection: %d are open, the most this daemon takes at once",
                 len(self._conn_tasks),
@@ -460,6 +237,7 @@ class IpcServer:
             writer.transport.abort()
             return
         if peer.uid != self._expected_uid:
+            release(peer)
             log.warning(
                 "refused a connection from uid %d (pid %s): only uid %d may use this daemon",
                 peer.uid,
@@ -469,15 +247,19 @@ class IpcServer:
             writer.transport.abort()
             return
         caller = None
-        if self._identify is not None:
-            # At once, while the peer still runs: the process that connected is the one whose
-            # ancestry counts, not whatever holds the socket later.
-            try:
-                caller = self._identify(peer)
-            except Exception:
-                log.exception("refused a connection (pid %s): cannot tell who it is", peer.pid)
-                writer.transport.abort()
-                return
+        try:
+            if self._identify is not None:
+                # At once, while the peer still runs: the process that connected is the one
+                # whose ancestry counts, not whatever holds the socket later.  A peer that
+                # cannot be identified is never the person (daemon/serving/identity.py).
+                try:
+                    caller = self._identify(peer)
+                except Exception:
+                    log.exception("refused a connection (pid %s): cannot tell who it is", peer.pid)
+                    writer.transport.abort()
+                    return
+        finally:
+            peer = release(peer)
         conn = Connection(writer, peer, self._max_send_buffer, caller)
         self._connections.add(conn)
         log.debug("accepted %r", conn)

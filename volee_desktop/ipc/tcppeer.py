@@ -12,6 +12,10 @@ process of the user, which is the slow path (a few ms per hundred processes) and
 for a connection no agent's program holds.  A process whose fds are not readable (another
 user's) is not searched: its uid, from the table, is enough to refuse it.
 
+The holder found is pinned with a pidfd and its fd table read again: the pid the daemon
+then identifies is the process that holds the socket, never a later one that got its pid
+(``release`` the credentials after use).
+
 Other systems: ``supported()`` is False and volee keeps the Unix-socket relay there.
 """
 
@@ -123,7 +127,24 @@ def peer_of(sock: Named, likely: Iterable[int] = (), proc: Path = PROC) -> PeerC
         return None
     if found.uid != os.geteuid():
         return PeerCredentials(found.uid, None, None)  # another user's: refused by its uid
-    return PeerCredentials(found.uid, holder(found.inode, likely, proc), None)
+    pid = holder(found.inode, likely, proc)
+    if pid is None:
+        return PeerCredentials(found.uid, None, None)
+    pidfd = _pin(pid) if proc == PROC else None
+    if pidfd is not None and not holds(pid, found.inode, proc):
+        # The holder ended and its pid went to another process between the two reads.
+        os.close(pidfd)
+        return PeerCredentials(found.uid, None, None)
+    return PeerCredentials(found.uid, pid, None, pidfd=pidfd)
+
+
+def _pin(pid: int) -> int | None:
+    """A pidfd of process ``pid`` (Linux 5.3+): while it is open, whether *that* process still
+    runs can be asked (``transport.peer_alive``), so a reused pid is never taken for it."""
+    try:
+        return os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        return None
 
 
 __all__ = ["Socket", "find_socket", "holder", "holds", "peer_of", "supported"]

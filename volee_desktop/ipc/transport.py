@@ -21,14 +21,17 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import signal
 import socket
 import stat
 import struct
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol, overload
 
+from volee_desktop import lean
 from volee_desktop.ipc.protocol import DaemonUnavailable, ErrorCode, IpcError, ServerStartError
 
 if TYPE_CHECKING:
@@ -44,11 +47,55 @@ OnConnection = Callable[["asyncio.StreamReader", "asyncio.StreamWriter"], None]
 
 
 class PeerCredentials(NamedTuple):
-    """Who is on the other end of a connection (pid/gid None when the OS does not say)."""
+    """Who is on the other end of a connection (pid/gid None when the OS does not say).
+
+    The server also notes when it accepted the connection (``accepted``, on
+    ``process_clock``: a process that started later is not the one that connected, whatever
+    its pid) and, on Linux 6.5 and later, holds a pidfd of the connecting process while it
+    identifies it (``pidfd``: it says whether *that* process still runs, so a reused pid is
+    never taken for it).  ``release`` closes the pidfd.
+    """
 
     uid: int
     pid: int | None
     gid: int | None
+    accepted: float | None = None
+    pidfd: int | None = None
+
+
+def process_clock() -> float:
+    """Now, on the clock the process table keeps start times in: seconds since boot on Linux
+    (``CLOCK_BOOTTIME``, as ``/proc/<pid>/stat``), the wall clock elsewhere (psutil)."""
+    if sys.platform.startswith("linux"):
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+    return time.time()
+
+
+def peer_alive(peer: PeerCredentials) -> bool | None:
+    """Whether the process that connected still runs (a zombie counts as running: its pid is
+    not reused yet); None when no pidfd says."""
+    if peer.pidfd is None:
+        return None
+    try:
+        signal.pidfd_send_signal(peer.pidfd, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists (another user's: refused by its uid anyway)
+    except OSError:
+        return None
+    return True
+
+
+def release(peer: PeerCredentials) -> PeerCredentials:
+    """Close the pidfd the credentials hold; the credentials without it."""
+    if peer.pidfd is None:
+        return peer
+    try:
+        os.close(peer.pidfd)
+    except OSError:
+        pass
+    return peer._replace(pidfd=None)
 
 
 class Channel(Protocol):
@@ -121,36 +168,12 @@ def check_server_path(address: Path) -> None:
 
     A socket planted by another user in a shared folder (a shared XDG_RUNTIME_DIR) would
     otherwise receive whatever the client sends (a hook's prompt).  Missing files are left
-    to ``connect`` (the daemon is simply not running).
+    to ``connect`` (the daemon is simply not running).  The rule is ``lean.socket_refusal``,
+    which the stdlib-only clients (the hook shim, the MCP relay, the bridge) keep too.
     """
-    me = os.geteuid()
-    try:
-        folder = os.lstat(address.parent)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise UntrustedSocket(f"cannot check the folder of {address}: {exc}") from exc
-    # Another user can plant a socket only where they may write: the folder must be ours and
-    # writable by no one else (the server itself makes it 0700).
-    if not stat.S_ISDIR(folder.st_mode) or folder.st_uid != me or folder.st_mode & 0o022:
-        raise UntrustedSocket(
-            f"refusing to connect to {address}: its folder {address.parent} is not a private "
-            f"folder of yours (owner uid {folder.st_uid}, mode {stat.filemode(folder.st_mode)}; "
-            f"you are uid {me}); another user may be listening there. Remove it, or point "
-            "XDG_RUNTIME_DIR/VOLEE_HOME at a folder of yours"
-        )
-    try:
-        sock = os.lstat(address)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise UntrustedSocket(f"cannot check the socket {address}: {exc}") from exc
-    if not stat.S_ISSOCK(sock.st_mode) or sock.st_uid != me:
-        raise UntrustedSocket(
-            f"refusing to connect to {address}: it is not a socket of yours (owner uid "
-            f"{sock.st_uid}, mode {stat.filemode(sock.st_mode)}; you are uid {me}); "
-            "remove it and start the daemon again"
-        )
+    why = lean.socket_refusal(str(address))
+    if why is not None:
+        raise UntrustedSocket(why)
 
 
 def check_server_peer(sock: _SockLike, address: Path) -> None:
@@ -179,10 +202,15 @@ def _check_path(address: Path) -> None:
 
 def _private_folder(folder: Path) -> None:
     """Create ``folder`` 0700 and check that it is ours and private."""
+    from volee_desktop.paths import NotPrivate, ensure_private_dir
+
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        # Its missing parents (VOLEE_HOME) 0700 too, whatever the umask.
+        ensure_private_dir(folder)
         os.chmod(folder, 0o700)
         st = os.lstat(folder)
+    except NotPrivate as exc:
+        raise ServerStartError(str(exc)) from exc
     except OSError as exc:
         raise ServerStartError(
             f"cannot make the runtime folder {folder} private (0700): {exc}; "
@@ -240,7 +268,12 @@ class _UnixListener:
     """
 
     def __init__(
-        self, sock: socket.socket, address: Path, ino: tuple[int, int], on_connection: OnConnection
+        self,
+        sock: socket.socket,
+        address: Path,
+        ino: tuple[int, int],
+        on_connection: OnConnection,
+        peers: _AcceptedPeers,
     ) -> None:
         import asyncio
 
@@ -248,6 +281,7 @@ class _UnixListener:
         self._address = address
         self._ino = ino
         self._on_connection = on_connection
+        self._peers = peers
         self._loop = asyncio.get_running_loop()
         self._handovers: set[asyncio.Task[None]] = set()
         self._retry: asyncio.TimerHandle | None = None
@@ -266,6 +300,9 @@ class _UnixListener:
                 self._loop.remove_reader(self._sock.fileno())
                 self._retry = self._loop.call_later(0.1, self._resume)
                 return
+            # At once, while the process that connected most likely still runs: its pid,
+            # the time, and a pidfd that tells later whether that process still runs.
+            self._peers.put(conn)
             conn.setblocking(False)
             task = self._loop.create_task(self._hand_over(conn))
             self._handovers.add(task)
@@ -298,6 +335,7 @@ class _UnixListener:
         self._sock.close()
         # Hand-overs take one loop turn; let them finish so every socket gets an owner.
         await asyncio.gather(*self._handovers, return_exceptions=True)
+        self._peers.clear()
         try:
             st = os.lstat(self._address)
         except FileNotFoundError:
@@ -310,10 +348,52 @@ class _UnixListener:
                 pass
 
 
+class _AcceptedPeers:
+    """The peers read when their connections were accepted, until the server asks.
+
+    Keyed by the socket's fd and inode: an entry left by a connection dropped before the
+    server asked is never taken for the next socket that gets the same fd."""
+
+    def __init__(self) -> None:
+        self._peers: dict[int, tuple[int, PeerCredentials]] = {}
+
+    def put(self, sock: socket.socket) -> None:
+        try:
+            peer = accepted_peer(sock)
+            ino = os.fstat(sock.fileno()).st_ino
+        except OSError:
+            return  # the server reads them again, and refuses the connection if it cannot
+        old = self._peers.pop(sock.fileno(), None)
+        if old is not None:
+            release(old[1])
+        self._peers[sock.fileno()] = (ino, peer)
+
+    def take(self, sock: _SockLike) -> PeerCredentials | None:
+        entry = self._peers.pop(sock.fileno(), None)
+        if entry is None:
+            return None
+        try:
+            same = os.fstat(sock.fileno()).st_ino == entry[0]
+        except OSError:
+            same = False
+        if not same:
+            release(entry[1])
+            return None
+        return entry[1]
+
+    def clear(self) -> None:
+        for _ino, peer in self._peers.values():
+            release(peer)
+        self._peers.clear()
+
+
 class UnixTransport:
     """Unix domain socket in a private folder; peer uid from the kernel."""
 
     backlog = 64
+
+    def __init__(self) -> None:
+        self._accepted = _AcceptedPeers()
 
     async def listen(self, address: Path, on_connection: OnConnection) -> Listener:
         _check_path(address)
@@ -332,13 +412,13 @@ class UnixTransport:
             raise ServerStartError(
                 f"cannot listen on {address}: {exc}; check the runtime folder"
             ) from exc
-        return _UnixListener(sock, address, (st.st_dev, st.st_ino), on_connection)
+        return _UnixListener(sock, address, (st.st_dev, st.st_ino), on_connection, self._accepted)
 
     def peer_credentials(self, writer: asyncio.StreamWriter) -> PeerCredentials:
         sock = writer.get_extra_info("socket")
         if sock is None:
             raise OSError(errno.ENOTSOCK, "the connection has no socket")
-        return peer_credentials(sock)
+        return self._accepted.take(sock) or accepted_peer(sock)
 
     async def open(self, address: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         import asyncio
@@ -373,6 +453,9 @@ class UnixTransport:
 
 
 class _SockLike(Protocol):
+    @overload
+    def getsockopt(self, level: int, optname: int, /) -> int: ...
+    @overload
     def getsockopt(self, level: int, optname: int, buflen: int, /) -> bytes: ...
     def fileno(self) -> int: ...
 
@@ -387,6 +470,24 @@ def peer_credentials(sock: _SockLike) -> PeerCredentials:
     if sys.platform == "darwin":  # pragma: no cover - not exercised on the Linux CI
         return _darwin_credentials(sock)
     return _getpeereid(sock.fileno())  # pragma: no cover - BSDs
+
+
+# Linux 6.5: a pidfd of the process that connected (``socket.SO_PEERPIDFD`` from 3.13 on).
+_SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)
+
+
+def accepted_peer(sock: _SockLike) -> PeerCredentials:
+    """The peer of a connection just accepted, with the time and (Linux 6.5+) a pidfd of the
+    process that connected; OSError when the OS cannot say.  ``release`` it after use."""
+    accepted = process_clock()
+    peer = peer_credentials(sock)
+    pidfd = None
+    if sys.platform.startswith("linux") and peer.pid is not None:
+        try:
+            pidfd = int(sock.getsockopt(socket.SOL_SOCKET, _SO_PEERPIDFD))
+        except OSError:
+            pidfd = None  # an older kernel (ENOPROTOOPT), or the peer is reaped (ESRCH)
+    return peer._replace(accepted=accepted, pidfd=pidfd)
 
 
 # macOS <sys/un.h>: SOL_LOCAL 0, LOCAL_PEERCRED 1, LOCAL_PEERPID 2.

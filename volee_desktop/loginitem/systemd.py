@@ -164,7 +164,7 @@ class SystemdUserUnit:
                 f"`{describe_command(argv)}` said: {said}. This happens over ssh or in a "
                 "container without a user session, or without systemd. Nothing was installed. "
                 "Run `volee daemon install` again from your desktop session (or, for a "
-                "machine without one, after `loginctl enable-linger $USER`).",
+                "machine without one, `volee daemon install --linger`).",
             )
         return LoginItemError(
             "Could not make volee start at login",
@@ -214,6 +214,17 @@ class SystemdUserUnit:
             files.roll_back()
             self._systemctl("daemon-reload")
             raise self._failure(enable, result)
+
+    def linger(self) -> str:
+        """``loginctl enable-linger``: the user manager, this unit and its agents outlive
+        logout and start at boot (``linger.py``); the user's name."""
+        from .linger import enable_linger
+
+        return enable_linger(self._runner, self._environ)
+
+    def start(self) -> RunResult:
+        """Start the unit now (its daemon, and the hosts it starts, in the unit's cgroup)."""
+        return self._systemctl("start", UNIT_NAME)
 
     def uninstall(self) -> None:
         """Disable the unit, remove both files; a running daemon keeps running."""

@@ -4,7 +4,8 @@ volee's MCP side offers tools and nothing else: ``initialize``, ``ping``, ``tool
 and ``tools/call``, and the notifications a client sends (ignored).  The ``mcp`` SDK did
 this in the daemon for 42 MB of memory (pydantic, anyio, starlette) to check eight tools'
 arguments; this module does it in a few hundred lines, for the relay's line sessions and
-the HTTP endpoint alike (``daemon/mcphub.py``, ``daemon/mcphttp.py``).  The SDK's client
+the HTTP endpoint alike (``daemon/serving/mcphub.py``, ``daemon/serving/mcphttp.py``).
+The SDK's client
 is still what the tests drive it with (tests/mcp/), and so is the real Claude Code.
 
 What a tool gets is its arguments, checked against its schema (the JSON Schema subset the

@@ -1,12 +1,12 @@
 """``volee mcp``: the MCP server process a harness starts, a relay to the daemon (stdio <-> socket).
 
 Claude Code on Linux needs none: it speaks to the daemon's HTTP endpoint itself
-(``daemon/mcphttp.py``).  The relay is for the rest: the person's own MCP client
+(``daemon/serving/mcphttp.py``).  The relay is for the rest: the person's own MCP client
 (``volee mcp``), and Claude Code where the daemon cannot tell who holds a TCP
 socket (macOS).  Agents volee launches run this file directly (``python -I -S
 relay.py``, with ``VOLEE_SOCKET`` and ``VOLEE_AGENT`` in its environment): stdlib
 only, no site start-up, about 3 MiB of its own memory.  The daemon runs the MCP
-protocol once for every session (``mcp/protocol.py``, ``daemon/mcphub.py``); this
+protocol once for every session (``mcp/protocol.py``, ``daemon/serving/mcphub.py``); this
 process only moves lines.
 
 It opens the daemon's socket, asks for an MCP session (``mcp.session``, one request
@@ -29,12 +29,14 @@ import os
 import select
 import sys
 import time
-from _json import encode_basestring_ascii as _quote
-from _json import make_scanner
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: typing alone costs more than the relay
+if TYPE_CHECKING or __package__:  # `volee mcp`: imported from the package
+    from volee_desktop import lean
+else:  # run as a file with -I -S: the package's lean module, without the package
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import lean
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
 CONNECT_TIMEOUT = 10.0
@@ -44,63 +46,17 @@ _CHUNK = 65536
 UNREACHABLE = -32000  # JSON-RPC "server error" range
 
 
-def _check_ours(path: str) -> None:
-    """Refuse a socket, or a folder of it, that another user owns or may write (the MCP
-    session carries the agent's work): the rule of ``ipc.transport.check_server_path``."""
-    me = os.geteuid()
-    folder = os.path.dirname(path) or "."
-    st = os.lstat(folder)
-    if st.st_uid != me or st.st_mode & 0o022 or (st.st_mode & 0o170000) != 0o040000:
-        raise PermissionError(f"the folder {folder} is not a private folder of yours")
-    st = os.lstat(path)
-    if st.st_uid != me or (st.st_mode & 0o170000) != 0o140000:
-        raise PermissionError(f"{path} is not a socket of yours (owner uid {st.st_uid})")
-
-
-def _check_peer(sock: Any, path: str) -> None:
-    import _socket
-
-    option = getattr(_socket, "SO_PEERCRED", None)
-    if option is None:  # macOS and the BSDs: the owner checks stand alone
-        return
-    raw = sock.getsockopt(_socket.SOL_SOCKET, option, 12)
-    uid = int.from_bytes(raw[4:8], sys.byteorder)
-    if uid != os.geteuid():
-        raise PermissionError(f"{path} is served by uid {uid}, not by you")
-
-
-class _Parsing:
-    """What ``_json.make_scanner`` reads from a decoder: plain JSON, like ``json.loads``."""
-
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    parse_constant = {
-        "-Infinity": -float("inf"),
-        "Infinity": float("inf"),
-        "NaN": float("nan"),
-    }.__getitem__
-
-
-_scan: Callable[[str, int], tuple[Any, int]] = make_scanner(_Parsing())  # type: ignore[arg-type]
-
-
 def parse(line: bytes) -> Any:
     """The JSON value of one line, or None when it is not JSON."""
     try:
-        text = line.decode("utf-8")
-        start = len(text) - len(text.lstrip(" \t\r"))
-        value, _end = _scan(text, start)
-    except (UnicodeDecodeError, StopIteration, ValueError):
+        return lean.loads(line.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError is one
         return None
-    return value
 
 
 def _id_text(value: object) -> str:
     if isinstance(value, str):
-        return _quote(value)
+        return lean.quote(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return "null"
@@ -111,20 +67,20 @@ def error_line(request_id: object, method: object, message: str) -> bytes:
     model reads it, as from any tool); for anything else, a JSON-RPC error."""
     head = '{"jsonrpc": "2.0", "id": ' + _id_text(request_id)
     if method == "tools/call":
-        text = _quote(message)
+        text = lean.quote(message)
         return (
             head + ', "result": {"content": [{"type": "text", "text": ' + text + "}], "
             '"isError": true}}\n'
         ).encode()
     code = str(UNREACHABLE)
     return (
-        head + ', "error": {"code": ' + code + ', "message": ' + _quote(message) + "}}\n"
+        head + ', "error": {"code": ' + code + ', "message": ' + lean.quote(message) + "}}\n"
     ).encode()
 
 
 def open_request(agent: str) -> bytes:
     """volee's request that turns the connection into an MCP session for ``agent``."""
-    params = '{"agent": ' + (_quote(agent) if agent else "null") + "}"
+    params = '{"agent": ' + (lean.quote(agent) if agent else "null") + "}"
     return ('{"v": 1, "id": 1, "method": "mcp.session", "params": ' + params + "}\n").encode()
 
 
@@ -152,29 +108,17 @@ class Relay:
 
     def connect(self) -> None:
         """Connect and open a session (Unreachable); replay the handshake if there was one."""
-        import _socket
-
-        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
-            _check_ours(self.socket_path)
-            sock.settimeout(CONNECT_TIMEOUT)
-            sock.connect(self.socket_path)
-            _check_peer(sock, self.socket_path)
-            sock.sendall(open_request(self.agent))
-            buf = b""
-            while b"\n" not in buf:
-                chunk = sock.recv(_CHUNK)
-                if not chunk:
-                    raise Unreachable("the daemon closed the connection")
-                buf += chunk
+            sock = lean.connect(self.socket_path, CONNECT_TIMEOUT)
+            try:
+                buf = self._open(sock)
+            except BaseException:
+                sock.close()
+                raise
         except OSError as exc:
-            sock.close()
             raise Unreachable(
                 f"cannot reach the volee daemon at {self.socket_path} ({exc})"
             ) from None
-        except Unreachable:
-            sock.close()
-            raise
         line, _, rest = buf.partition(b"\n")
         reply = parse(line)
         if not isinstance(reply, dict) or "error" in reply:
@@ -189,6 +133,17 @@ class Relay:
             self.swallow = self.initialize_id
             for saved in self.handshake:
                 self._to_daemon(saved)
+
+    def _open(self, sock: Any) -> bytes:
+        """Ask for the MCP session; what the daemon said, up to its first line break."""
+        sock.sendall(open_request(self.agent))
+        buf = b""
+        while b"\n" not in buf:
+            chunk = sock.recv(_CHUNK)
+            if not chunk:
+                raise Unreachable("the daemon closed the connection")
+            buf += chunk
+        return buf
 
     def disconnect(self, why: str) -> None:
         """The connection is lost: answer what it left unanswered."""

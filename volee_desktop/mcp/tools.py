@@ -1,7 +1,7 @@
 """volee's MCP tools, served by the daemon for every agent (``mcp/protocol.py``).
 
 An agent's MCP session reaches the daemon either over HTTP (Claude Code on Linux:
-``daemon/mcphttp.py``) or through a relay on the daemon's socket (``mcp/relay.py``);
+``daemon/serving/mcphttp.py``) or through a relay on the daemon's socket (``mcp/relay.py``);
 either way the daemon serves it here with the session's agent and a way to call its own
 methods *as that session's connection*, so the daemon enforces the rules (routing, who
 may present a report or spawn a worker) exactly as for any client.  Its refusal becomes
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import __version__
+from ..ipc.methods import Method
 from ..ipc.protocol import IpcError
 from .protocol import Param, Server, Tool, ToolError
 
@@ -69,38 +70,38 @@ def _brief(message: dict[str, Any]) -> dict[str, Any]:
 
 
 async def post_message(s: Session, a: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = await s.ask("messages.post", sender=s.agent_id(), **a)
+    result: dict[str, Any] = await s.ask(Method.MESSAGES_POST, sender=s.agent_id(), **a)
     return result
 
 
 async def read_messages(s: Session, a: dict[str, Any]) -> list[dict[str, Any]]:
-    messages = await s.ask("messages.read", agent=s.agent_id(), unread_only=a["unread_only"])
+    messages = await s.ask(Method.MESSAGES_READ, agent=s.agent_id(), unread_only=a["unread_only"])
     return [_brief(m) for m in messages]
 
 
 async def report(s: Session, a: dict[str, Any]) -> dict[str, Any]:
-    me = await s.ask("agents.get", agent=s.agent_id())
+    me = await s.ask(Method.AGENTS_GET, agent=s.agent_id())
     mission = me.get("mission")
     if not mission:
         raise ToolError("you are not part of a mission: join one first (join_mission)")
-    view = await s.ask("missions.show", mission=mission)
+    view = await s.ask(Method.MISSIONS_SHOW, mission=mission)
     to = view.get("coordinator") or "human"
     if to == me["id"]:
         to = "human"
     result: dict[str, Any] = await s.ask(
-        "messages.post", sender=me["id"], to=[to], body=a["body"], kind="report"
+        Method.MESSAGES_POST, sender=me["id"], to=[to], body=a["body"], kind="report"
     )
     return result
 
 
 async def present_report(s: Session, a: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = await s.ask("missions.request_approval", agent=s.agent_id(), **a)
+    result: dict[str, Any] = await s.ask(Method.MISSIONS_REQUEST_APPROVAL, agent=s.agent_id(), **a)
     return result
 
 
 async def spawn_worker(s: Session, a: dict[str, Any]) -> dict[str, Any]:
     view = await s.ask(
-        "missions.spawn_worker",
+        Method.MISSIONS_SPAWN_WORKER,
         agent=s.agent_id(),
         prompt=a["task"],
         name=a["name"],
@@ -111,21 +112,21 @@ async def spawn_worker(s: Session, a: dict[str, Any]) -> dict[str, Any]:
 
 
 async def list_workers(s: Session, _a: dict[str, Any]) -> list[dict[str, Any]]:
-    workers = await s.ask("missions.workers", agent=s.agent_id())
+    workers = await s.ask(Method.MISSIONS_WORKERS, agent=s.agent_id())
     keep = ("id", "name", "state", "detail", "branch", "worktree", "verdict", "verdict_reason")
     return [{k: w.get(k) for k in keep} for w in workers]
 
 
 async def invite_to_mission(s: Session, a: dict[str, Any]) -> dict[str, Any]:
-    me = await s.ask("agents.get", agent=s.agent_id())
+    me = await s.ask(Method.AGENTS_GET, agent=s.agent_id())
     if not me.get("mission"):
         raise ToolError("you are not part of a mission: only its coordinator invites")
-    view = await s.ask("missions.invite", mission=me["mission"], agent=a["agent"])
+    view = await s.ask(Method.MISSIONS_INVITE, mission=me["mission"], agent=a["agent"])
     return {"mission": view["id"], "invited": view.get("invited", [])}
 
 
 async def join_mission(s: Session, a: dict[str, Any]) -> dict[str, Any]:
-    view = await s.ask("missions.join", agent=s.agent_id(), mission=a["mission"])
+    view = await s.ask(Method.MISSIONS_JOIN, agent=s.agent_id(), mission=a["mission"])
     return {"agent": view["id"], "mission": view["mission"]}
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .compaction import base_seq
 from .errors import CorruptLog, StoreError
 from .records import StoredRecord, header_crc, record_crc, snapshot_crc
 from .schema import (
@@ -46,10 +47,12 @@ class BadRecord(StoreError):
 def scan(conn: sqlite3.Connection, after: int) -> Iterator[StoredRecord]:
     """Records with seq > ``after`` in order, each checked; raises BadRecord at the first bad one.
 
-    Checked: the seq follows the previous one (no gap), the column types, the CRC.
+    Checked: the seq follows the previous one (no gap, but at or below a compacted log's base,
+    where compaction dropped records: store/compaction.py), the column types, the CRC.
     This loop is the replay hot path, hence the local names and the header cache.
     """
     expected = after + 1
+    gaps_until = base_seq(conn)
     headers: dict[tuple[object, object], int] = {}
     crc32 = zlib.crc32
     make = StoredRecord._make
@@ -58,7 +61,9 @@ def scan(conn: sqlite3.Connection, after: int) -> Iterator[StoredRecord]:
         for row in cursor:
             seq, type_, version, payload, crc = row
             if seq != expected:
-                raise BadRecord(expected, f"is missing (the next record found is seq {seq})")
+                if not expected < seq <= gaps_until + 1:
+                    raise BadRecord(expected, f"is missing (the next record found is seq {seq})")
+                expected = seq  # compacted away
             header = headers.get((type_, version))
             if header is None:
                 if type(type_) is not str or type(version) is not int:
@@ -252,6 +257,12 @@ def _copy_snapshots(src: sqlite3.Connection, dst: sqlite3.Connection, last_good:
     return len(rows) - len(kept)
 
 
+def _base_rows(src: sqlite3.Connection) -> list[tuple[object, ...]]:
+    if not _rows(src, "SELECT 1 FROM sqlite_master WHERE name = 'base'"):
+        return []  # never compacted
+    return _rows(src, "SELECT id, seq, version, blob, crc FROM base")
+
+
 def repair(path: Path | str) -> RepairReport:
     """Keep every record up to the last good one; set the rest aside in the same file.
 
@@ -302,6 +313,9 @@ def repair(path: Path | str) -> RepairReport:
                 )
                 set_aside = len(rows)
             snapshots_dropped = _copy_snapshots(src, dst, last_good)
+            # A compacted log's base is its start: without it the records kept below it
+            # would be replayed as if whole (store/compaction.py).
+            dst.executemany("INSERT INTO base VALUES (?, ?, ?, ?, ?)", _base_rows(src))
             dst.execute("COMMIT")
             check = dst.execute("PRAGMA integrity_check").fetchone()
             if check is None or check[0] != "ok":

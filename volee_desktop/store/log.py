@@ -67,6 +67,8 @@ class _Request:
 
     groups: Sequence[Group] = ()
     snapshot: Snapshot | None = None
+    # Only look whether the -wal is still the one SQLite writes (``check``).
+    check: bool = False
     # Exactly one of these two waits for the outcome.
     future: asyncio.Future[Any] | None = None
     loop: asyncio.AbstractEventLoop | None = None
@@ -163,6 +165,11 @@ class EventLog:
             self._reader.close()
         self._closed = True
 
+    @property
+    def stopped(self) -> str | None:
+        """Why the log takes no more writes (its connection cannot be trusted), or None."""
+        return self._broken
+
     def resume(self) -> None:
         """Take writes again after a commit that failed cleanly (see ``WriteFailed``).
 
@@ -221,6 +228,13 @@ class EventLog:
     def save_snapshot_sync(self, seq: int, version: int, blob: bytes) -> None:
         """Save a snapshot and block until durable."""
         self._submit_sync(self._snapshot_request(seq, version, blob))
+
+    def check(self) -> Awaitable[str | None]:
+        """Look, while idle, whether the -wal SQLite writes is still in place (the check each
+        commit makes): ``None`` when the log takes writes, else why it stopped.  A -wal found
+        deleted or replaced is handled as at a commit: what the open WAL holds is copied into
+        the main file and writes stop (docs/faults.md)."""
+        return self._submit_async(_Request(check=True, shape=lambda _: self._broken))
 
     def _snapshot_request(self, seq: int, version: int, blob: bytes) -> _Request:
         if type(seq) is not int or type(version) is not int or type(blob) is not bytes:
@@ -292,10 +306,14 @@ class EventLog:
 
     def _commit(self, batch: list[_Request]) -> list[_Outcome]:
         """Write every request of ``batch`` in one transaction; one outcome per request."""
+        if all(request.check for request in batch):
+            if self._broken is None:
+                self._wal_lost()
+            return [None for _ in batch]
         if self._broken is not None:
-            return [StoreError(self._broken) for _ in batch]
+            return [None if r.check else StoreError(self._broken) for r in batch]
         if self._fenced is not None:
-            return [WriteFailed(self._fenced) for _ in batch]
+            return [None if r.check else WriteFailed(self._fenced) for r in batch]
         conn = self._writer
         next_seq = self._last + 1
         outcomes: list[_Outcome] = []
@@ -306,6 +324,9 @@ class EventLog:
             conn.execute("BEGIN IMMEDIATE")
             written: dict[str, int] = {}
             for request in batch:
+                if request.check:  # the commit's own look at the -wal answers it
+                    outcomes.append(None)
+                    continue
                 if request.snapshot is not None:
                     outcomes.append(self._stage_snapshot(request.snapshot, next_seq, snapshots))
                     continue

@@ -9,7 +9,9 @@ from .errors import StoreError
 
 # PRAGMA user_version.  Bump it (and teach ``ensure_schema`` to migrate) when the
 # tables change; a file with a newer version is refused rather than misread.
-SCHEMA_VERSION = 1
+# 2: the ``base`` table of a compacted log (store/compaction.py); a version-1 file is a log
+# never compacted and is read as it is (it gets the table, and version 2, when compacted).
+SCHEMA_VERSION = 2
 
 # No STRICT tables: some Pythons ship an SQLite older than 3.37.  Types are
 # checked on read instead, together with the CRC.
@@ -27,6 +29,13 @@ CREATE TABLE IF NOT EXISTS keys (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS snapshots (
     seq INTEGER PRIMARY KEY,
+    version INTEGER NOT NULL,
+    blob BLOB NOT NULL,
+    crc INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS base (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    seq INTEGER NOT NULL,
     version INTEGER NOT NULL,
     blob BLOB NOT NULL,
     crc INTEGER NOT NULL
@@ -83,7 +92,7 @@ def ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
             f"volee understands ({SCHEMA_VERSION}); upgrade volee, or move the file aside "
             "to start an empty log"
         )
-    if version == SCHEMA_VERSION:
+    if version in (1, SCHEMA_VERSION):
         return
     # Statement by statement inside one transaction: executescript would commit
     # half-way, and two processes opening a new file at once must not both create.

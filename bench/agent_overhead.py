@@ -1,0 +1,364 @@
+"""An agent's CPU under volee against the same agent run plainly (issue 27, item 1).
+
+    .venv/bin/python bench/agent_overhead.py [--seconds 60] [--busy-seconds 15]
+    .venv/bin/python bench/agent_overhead.py --generic --seconds 1   # a tiny form, no Claude Code
+
+Three copies of the pinned Claude Code at the same time, on the same fake Anthropic server,
+with the same HOME and project, each in a PTY of volee's size (40 x 120):
+
+- ``plain``: ``claude --session-id S --permission-mode default PROMPT`` in a PTY this bench
+  holds and drains (as a terminal would);
+- ``argv``: the argv volee gives Claude Code (its ``--settings`` with the hooks and the
+  status-line wrapper, its ``--mcp-config``), the same environment, a session of its own, in
+  this bench's PTY; its hooks go to a socket nobody serves (the shim spools them), so the
+  daemon is not asked;
+- ``volee``: ``volee spawn`` (a real daemon, its host holding the PTY);
+- with ``--split``, three more copies of ``argv``, each without one of volee's additions:
+  ``-status`` (no status line), ``-hooks`` (no hooks), ``-mcp`` (no ``--mcp-config``).
+
+``plain`` -> ``argv`` is what volee's settings cost inside Claude's process tree (hooks, the
+status line, the MCP connection); ``argv`` -> ``volee`` is the host's share (the PTY read and
+rendered, resizes, the keys it sends).  Every process is counted with the children it reaped
+(``bench/counting.py``): Claude Code reaps its hooks and status-line runs, so they are in its
+figure.  For ``volee`` the host and the daemon are added (the daemon serves only that agent),
+the daemon's own CPU apart from its reaped children's (discovery's listings: the ``plain``
+and ``argv`` copies share the HOME, so the daemon sees them as sessions outside volee and
+lists when they change; ``--own-home`` gives them a HOME of their own).
+
+Phases, each measured on all three at once: ``after turn`` (the first ``--seconds`` after
+the first turn ended), ``idle`` (the next ``--seconds``), ``busy`` (a reply held by the fake
+server, ``--busy-seconds``), ``permission`` (a permission dialog open, ``--busy-seconds``).
+Prints CPU seconds per phase, the ratios against ``plain`` measured in the same run (target:
+<= 1.1x), the load average, and the split (own / reaped children, host, daemon, hooks seen).
+``--generic`` runs a small shell loop instead of Claude Code (volee's generic harness),
+prompts skipped: the bench's own path, in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import psutil  # noqa: E402
+from counting import host_records, own_and_reaped, tree  # noqa: E402
+from fleet import Rig, agents, cli, wait_for  # noqa: E402
+
+from tests.fakes.harness_env import claude_env, find_harness  # noqa: E402
+
+ROWS, COLS = 40, 120  # volee's host's PTY (hosts/main.py)
+GENERIC = ["sh", "-c", "while :; do date > /dev/null; sleep 0.5; done"]
+PHASES = ("after turn", "idle", "busy", "permission")
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+@dataclass
+class Plain:
+    """A program in a PTY this bench holds and drains, as a terminal would."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    proc: subprocess.Popen[bytes] | None = None
+    master: int = -1
+    output: bytearray = field(default_factory=bytearray)
+
+    def start(self) -> None:
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+        self.proc = subprocess.Popen(
+            self.argv,
+            env=self.env,
+            cwd=self.cwd,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+        )
+        os.close(slave)
+        self.master = master
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                ready, _, _ = select.select([self.master], [], [], 1.0)
+                if ready:
+                    chunk = os.read(self.master, 65536)
+                    if not chunk:
+                        return
+                    self.output += chunk
+                    del self.output[:-65536]
+            except OSError:
+                return
+
+    def type(self, text: str) -> None:
+        os.write(self.master, b"\x1b[200~" + text.encode() + b"\x1b[201~")
+        time.sleep(0.3)
+        os.write(self.master, b"\r")
+
+    def cpu(self) -> dict[str, float]:
+        assert self.proc is not None
+        return {"agent": sum(own_and_reaped(p) for p in tree(self.proc.pid))}
+
+    def split(self) -> tuple[float, float]:
+        """(own, reaped) CPU of the program."""
+        assert self.proc is not None
+        return split(self.proc.pid)
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        if self.master >= 0:
+            os.close(self.master)
+            self.master = -1
+
+
+def split(pid: int, exclude: list[int] | None = None) -> tuple[float, float]:
+    own = reaped = 0.0
+    for proc in tree(pid, exclude=exclude or []):
+        try:
+            t = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        own += t.user + t.system
+        reaped += t.children_user + t.children_system
+    return own, reaped
+
+
+class Volee:
+    """The same program as a volee agent: its tree, its host, and the daemon."""
+
+    def __init__(self, rig: Rig, agent_id: str) -> None:
+        self.rig = rig
+        self.id = agent_id
+        record = next(iter(host_records(rig.dirs.hosts)))
+        self.host, self.program = record["host"], record["program"]
+
+    def cpu(self) -> dict[str, float]:
+        assert self.rig.daemon is not None
+        # The host may be the daemon's child: its tree is counted apart.
+        own, reaped = split(self.rig.daemon.pid, exclude=[self.host])
+        discovery = ((self.rig.status() or {}).get("extra") or {}).get("discovery") or {}
+        return {
+            "agent": sum(own_and_reaped(p) for p in tree(self.program)),
+            "host": sum(own_and_reaped(p) for p in tree(self.host, exclude=[self.program])),
+            "daemon": own,
+            "reaped": reaped,
+            "listings": float(discovery.get("listings", 0)),
+        }
+
+    def split(self) -> tuple[float, float]:
+        return split(self.program)
+
+    def type(self, text: str) -> None:
+        cli(self.rig.env, "send", self.id, text)
+
+    def hooks(self) -> int:
+        status = self.rig.status() or {}
+        return int(status.get("hooks_accepted", 0)) + int(status.get("hooks_rejected", 0))
+
+
+def volee_argv(program: int, session: str) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment volee gave its agent's program, with a new session id."""
+    proc = psutil.Process(program)
+    argv = proc.cmdline()
+    if "--session-id" in argv:
+        argv[argv.index("--session-id") + 1] = session
+    env = proc.environ()
+    return argv, env
+
+
+def variants(argv: list[str], root: Path) -> dict[str, list[str]]:
+    """volee's argv with one of its additions left out each: its status line, its hooks,
+    its MCP server (the settings file copied without that key, or the option dropped)."""
+    out: dict[str, list[str]] = {}
+    if "--settings" in argv:
+        at = argv.index("--settings") + 1
+        document = json.loads(Path(argv[at]).read_text())
+        for key, name in (("statusLine", "-status"), ("hooks", "-hooks")):
+            if key in document:
+                path = root / f"settings{name}.json"
+                path.write_text(json.dumps({k: v for k, v in document.items() if k != key}))
+                out[name] = [*argv[:at], str(path), *argv[at + 1 :]]
+    if "--mcp-config" in argv:
+        at = argv.index("--mcp-config")
+        out["-mcp"] = argv[:at] + argv[at + 2 :]
+    return out
+
+
+def measure(parts: dict[str, Any], seconds: float) -> dict[str, dict[str, float]]:
+    before = {name: p.cpu() for name, p in parts.items()}
+    t0 = time.monotonic()
+    time.sleep(seconds)
+    wall = time.monotonic() - t0
+    out = {}
+    for name, p in parts.items():
+        after = p.cpu()
+        out[name] = {k: max(0.0, v - before[name].get(k, 0.0)) for k, v in after.items()}
+        out[name]["wall"] = wall
+    return out
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    claude = None if args.generic else find_harness("claude")
+    if claude is None and not args.generic:
+        raise SystemExit("the pinned Claude Code is not installed (scripts/install-harnesses)")
+    rig = Rig(claude)
+    extra: list[Plain] = []
+    results: dict[str, Any] = {"phases": {}, "hooks": {}}
+    try:
+        rig.start_daemon()
+        project = str(rig.sandbox.project)
+        if args.generic:
+            out = cli(
+                rig.env,
+                *("spawn", "--harness", "generic", "--cwd", project, "--name", "g0", "--json"),
+                *("--", *GENERIC),
+            )
+        else:
+            out = cli(
+                rig.env,
+                *("spawn", "--cwd", project, "--name", "c0", "--json"),
+                *("--permission-mode", "default", "--", "say hello"),
+            )
+        agent_id = json.loads(out)["id"]
+        wait_for("the agent's host", lambda: bool(host_records(rig.dirs.hosts)), 60)
+        volee = Volee(rig, agent_id)
+        if args.generic:
+            plain = Plain(list(GENERIC), dict(rig.env), rig.sandbox.project)
+            parts: dict[str, Any] = {"plain": plain, "volee": volee}
+        else:
+            assert claude is not None
+            plain_argv = [str(claude), "--session-id", str(uuid.uuid4())]
+            plain_argv += ["--permission-mode", "default", "say hello"]
+            plain_env = dict(rig.env)
+            argv, env = volee_argv(volee.program, str(uuid.uuid4()))
+            if args.own_home:
+                home = rig.root / "h2"
+                plain_env = claude_env(home, rig.fake.port, rig.sandbox.project)
+                plain_env["VOLEE_HOME"] = rig.env["VOLEE_HOME"]
+                env["HOME"] = str(home)
+                env.pop("CLAUDE_CONFIG_DIR", None)
+            plain = Plain(plain_argv, plain_env, rig.sandbox.project)
+            dead = rig.root / "nobody.sock"
+            env.update(VOLEE_SOCKET=str(dead), VOLEE_SPOOL=str(rig.root / "spool2"))
+            argv_run = Plain(argv, env, rig.sandbox.project)
+            parts = {"plain": plain, "argv": argv_run}
+            if args.split:
+                for name, changed in variants(argv, rig.root).items():
+                    changed = list(changed)
+                    changed[changed.index("--session-id") + 1] = str(uuid.uuid4())
+                    parts[name] = Plain(changed, dict(env), rig.sandbox.project)
+            parts["volee"] = volee
+        for p in parts.values():
+            if isinstance(p, Plain):
+                p.start()
+                extra.append(p)
+        if not args.generic:
+            # The first turn: every copy has asked the model and has its answer.
+            wait_for(
+                "the first turns",
+                lambda: (
+                    len(rig.fake.requests("/v1/messages")) >= 3
+                    and all(a["state"] in ("done", "idle") for a in agents(rig.env))
+                ),
+                120,
+            )
+            time.sleep(2)  # the answer painted
+        h0 = volee.hooks() if not args.generic else 0
+        results["phases"]["after turn"] = measure(parts, args.seconds)
+        results["phases"]["idle"] = measure(parts, args.seconds)
+        results["hooks"]["at rest"] = (volee.hooks() - h0) if not args.generic else 0
+        if not args.generic:
+            for p in parts.values():
+                p.type("HOLD")
+            time.sleep(3)
+            results["phases"]["busy"] = measure(parts, args.busy_seconds)
+            rig.fake.release()
+            time.sleep(5)
+            for p in parts.values():
+                p.type(f"RUN: touch {rig.root}/asked")
+            time.sleep(5)  # the dialog shown
+            results["phases"]["permission"] = measure(parts, args.busy_seconds)
+        results["split"] = {name: p.split() for name, p in parts.items()}
+        results["hooks"]["all"] = volee.hooks() if not args.generic else 0
+        return results
+    finally:
+        for p in extra:
+            p.close()
+        rig.close()
+
+
+def report(results: dict[str, Any]) -> None:
+    print(f"\nagent CPU, seconds per phase (every descendant and reaped child counted); {load()}")
+    for phase, by in results["phases"].items():
+        base = by["plain"]["agent"]
+        cells = []
+        for name, r in by.items():
+            total = sum(v for k, v in r.items() if k not in ("wall", "listings"))
+            ratio = f"{total / base:.2f}x" if base > 0 else "n/a"
+            extra = ""
+            if name == "volee":
+                extra = (
+                    f" (agent {r['agent']:.2f} + host {r['host']:.2f} + daemon {r['daemon']:.2f}"
+                    f" + its reaped children {r['reaped']:.2f}: {r['listings']:.0f} listings)"
+                )
+            cells.append(f"{name} {total:.2f} s = {ratio}{extra}")
+        print(f"  {phase:10s} {by['plain']['wall']:5.1f} s: " + "; ".join(cells))
+    print("  target: <= 1.1x plain in every phase")
+    print("split since start (own / reaped children CPU s of the agent's program tree):")
+    for name, (own, reaped) in results["split"].items():
+        print(f"  {name:6s} own {own:.2f}, reaped {reaped:.2f}")
+    hooks = results["hooks"]
+    print(f"hooks seen by the daemon: {hooks['at rest']} at rest, {hooks['all']} in all")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--busy-seconds", type=float, default=15.0)
+    parser.add_argument("--generic", action="store_true", help="a shell loop, no Claude Code")
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="also volee's argv without its status line, without its hooks, without its MCP",
+    )
+    parser.add_argument(
+        "--own-home", action="store_true", help="plain and argv in a HOME the daemon does not watch"
+    )
+    args = parser.parse_args(argv)
+    if shutil.which("sh") is None:
+        raise SystemExit("no sh")
+    report(run(args))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""tracemalloc snapshots of the daemon and the app, for the soak (bench/soak.py --tracemalloc).
+
+Put on PYTHONPATH with VOLEE_TRACEMALLOC=<folder>: a Python process whose command line is the
+daemon's (``volee … daemon run``) or the app's (``volee … app``) starts tracemalloc (ten frames)
+and writes a snapshot every VOLEE_TRACEMALLOC_EVERY seconds (default 60) into the folder, with
+its RSS and glibc's arena figures beside it, so that the traced total can be set against RSS
+(a leak grows both; fragmentation grows RSS only).  VOLEE_TRACEMALLOC_FRAMES=0 leaves
+tracemalloc off (its own tables cost memory); VOLEE_TRACEMALLOC_TRIM=1 calls ``malloc_trim(0)``
+after each sample and records RSS again (what the allocator held free).  Every other process
+is left alone.  A bench tool, not part of volee: the daemon and the app carry no code for it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import sys
+import threading
+import time
+
+
+def _role() -> str | None:
+    argv = sys.argv
+    if "daemon" in argv and "run" in argv:
+        return "daemon"
+    if argv and argv[-1] == "app":
+        return "app"
+    return None
+
+
+def _mallinfo() -> dict[str, int]:
+    """glibc's mallinfo2: the heap it holds (arena, mmap) against what is in use (uordblks)."""
+
+    class Info(ctypes.Structure):
+        _fields_ = [
+            (n, ctypes.c_size_t)
+            for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                      "uordblks", "fordblks", "keepcost")
+        ]  # fmt: skip
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = Info
+        info = libc.mallinfo2()
+    except (OSError, AttributeError):
+        return {}
+    return {name: int(getattr(info, name)) for name, _ in Info._fields_}
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _dump_forever(folder: str, role: str, every: float, trim: bool) -> None:
+    import tracemalloc
+
+    n = 0
+    while True:
+        time.sleep(every)
+        stem = os.path.join(folder, f"{role}-{os.getpid()}-{n:03d}")
+        traced, peak = 0, 0
+        if tracemalloc.is_tracing():
+            tracemalloc.take_snapshot().dump(stem + ".snap")
+            traced, peak = tracemalloc.get_traced_memory()
+        meta: dict[str, object] = {"at": time.time(), "rss": _rss(), "traced": traced}
+        meta["peak"] = peak
+        meta["mallinfo"] = _mallinfo()
+        if trim:  # how much of RSS the allocator held free: given back, then measured
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+            meta["rss_trimmed"] = _rss()
+        with open(stem + ".json", "w") as f:
+            json.dump(meta, f)
+        n += 1
+
+
+def _start() -> None:
+    folder = os.environ.get("VOLEE_TRACEMALLOC")
+    role = _role() if folder else None
+    if not folder or role is None:
+        return
+    import tracemalloc
+
+    frames = int(os.environ.get("VOLEE_TRACEMALLOC_FRAMES", "10"))
+    if frames:  # 0: RSS and the allocator's figures only (tracemalloc costs memory itself)
+        tracemalloc.start(frames)
+    every = float(os.environ.get("VOLEE_TRACEMALLOC_EVERY", "60"))
+    trim = os.environ.get("VOLEE_TRACEMALLOC_TRIM") == "1"
+    threading.Thread(target=_dump_forever, args=(folder, role, every, trim), daemon=True).start()
+
+
+_start()

@@ -1,0 +1,89 @@
+"""Talking to one host process from the daemon: is this process the host of that agent, type
+keys into its PTY, ask a host whose program ended to go and wait for it to be gone, read its
+record without raising (the blocking ones run in a thread: ``asyncio.to_thread``)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import socket
+import time
+from pathlib import Path
+
+from ...hosts.errors import Error as HostsError
+from ...hosts.launcher import HostClient
+from ...hosts.records import HostRecord, host_alive, read_record
+
+log = logging.getLogger(__name__)
+
+
+def is_host_command(argv: list[str], agent_id: str, socket_path: Path) -> bool:
+    """Whether ``argv`` is volee's host for ``agent_id`` serving ``socket_path``."""
+    pairs = dict(itertools.pairwise(argv))
+    return (
+        any("volee_desktop" in arg for arg in argv)
+        and pairs.get("--agent") == agent_id
+        and pairs.get("--socket") == str(socket_path)
+    )
+
+
+def type_keys(client: HostClient, keys: bytes) -> None:
+    """Type ``keys`` as they are (no paste, no Enter), as an attached terminal would."""
+    with client.open_stream() as stream:
+        stream.write(keys)
+        # Closing with unread output would reset the connection, and the host could lose the
+        # keys with it: say we are done writing, then read until the host hangs up.
+        stream.sock.shutdown(socket.SHUT_WR)
+        deadline = time.monotonic() + 5.0
+        while not stream.closed and time.monotonic() < deadline:
+            stream.read(0.5)
+
+
+def end_linger(record: HostRecord, client: HostClient, timeout: float = 5.0) -> bool:
+    """Ask a host whose program has ended to exit now; True once it is gone."""
+    try:
+        client.close()
+    except (HostsError, OSError) as exc:
+        log.info("host %d would not close (%s); waiting for its linger", record.host_pid, exc)
+    deadline = time.monotonic() + timeout
+    while host_alive(record):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+async def wait_gone(record: HostRecord, timeout: float) -> None:
+    """Return once the host of ``record`` has ended (or after ``timeout``), as its pidfd says
+    (Linux >= 5.3).  Without one, at once: the host ends its own leftovers (hosts/host.py)."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return
+    try:
+        fd: int = opener(record.host_pid)
+    except OSError:
+        return  # gone already
+    try:
+        if not host_alive(record):
+            return  # gone, or the pid is another process's now
+        loop = asyncio.get_running_loop()
+        ended = asyncio.Event()
+        loop.add_reader(fd, ended.set)
+        try:
+            await asyncio.wait_for(ended.wait(), timeout)
+        except TimeoutError:
+            log.info("host %d still runs %.0f s after its program ended", record.host_pid, timeout)
+        finally:
+            loop.remove_reader(fd)
+    finally:
+        os.close(fd)
+
+
+def read_quietly(path: Path) -> HostRecord | None:
+    try:
+        return read_record(path)
+    except HostsError as exc:
+        log.warning("host record %s unreadable: %s", path, exc)
+        return None

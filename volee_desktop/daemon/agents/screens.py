@@ -1,0 +1,260 @@
+"""The agents' screens: each host's PTY output rendered by a terminal emulator (pyte).
+
+The host stays lean (it only forwards its output on the daemon's watch connection, the
+same one that tells of the program's end); the daemon keeps one emulated screen per live
+agent.  Output is only queued as it arrives; it is fed to the emulator when someone looks
+(``volee output``, the agent window, an answer checking its dialog), so an agent nobody
+looks at costs a byte copy, not an emulation.  The last screen of an agent whose program
+ended is written to ``<state>/screens/<agent>.json`` and kept: a failed agent shows what
+it printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import msgspec
+
+from ...atomicfile import write_atomic
+from ...paths import ensure_private_dir
+
+log = logging.getLogger(__name__)
+
+#: Output queued for an agent before the oldest is dropped (the screen is then rebuilt from
+#: what is left: a full-screen program redraws it soon enough).
+PENDING_LIMIT = 256 * 1024
+DEFAULT_ROWS, DEFAULT_COLS = 40, 120
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """An agent's screen as text: ``lines`` are the screen's rows (``history`` above them)."""
+
+    lines: list[str]
+    rows: int
+    cols: int
+    cursor: tuple[int, int]
+    at: float
+    live: bool
+    version: int  # bytes of output seen: unchanged means the screen is unchanged
+    history: list[str] = field(default_factory=list)
+
+    def tail(self, count: int) -> list[str]:
+        """The last ``count`` lines (history included), blank lines at the end dropped."""
+        lines = [*self.history, *self.lines]
+        while lines and not lines[-1].strip():
+            lines.pop()
+        return lines[-count:] if count > 0 else []
+
+    def to_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data["cursor"] = list(self.cursor)
+        return data
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Snapshot:
+        """A kept screen read back (``ValueError`` when it is not one); never live."""
+        kept = msgspec.json.decode(data, type=_Kept)
+        return cls(
+            lines=kept.lines,
+            rows=kept.rows or DEFAULT_ROWS,
+            cols=kept.cols or DEFAULT_COLS,
+            cursor=kept.cursor,
+            at=kept.at,
+            live=False,
+            version=kept.version,
+            history=kept.history,
+        )
+
+
+class _Kept(msgspec.Struct):
+    """A last screen as ``Screens`` keeps it on disk (``Snapshot.to_dict``); what a file
+    lacks (one of an older volee) is its default, what it holds besides is ignored."""
+
+    lines: list[str] = []
+    rows: int = DEFAULT_ROWS
+    cols: int = DEFAULT_COLS
+    cursor: tuple[int, int] = (0, 0)
+    at: float = 0.0
+    version: int = 0
+    history: list[str] = []
+
+
+class Term:
+    """One agent's emulated terminal and the output not yet fed to it."""
+
+    def __init__(self, rows: int, cols: int) -> None:
+        self.rows, self.cols = rows, cols
+        # pyte (and wcwidth's tables) load with the first screen, not with the daemon: a
+        # daemon or an app with no agent yet starts without them (issue 27).
+        from .emulator import new_screen
+
+        self.screen, self.stream = new_screen(cols, rows)
+        self.pending: list[bytes | tuple[int, int]] = []
+        self.pending_size = 0
+        self.version = 0
+        self.rebuild = False
+        self.queue_lock = threading.Lock()  # guards pending (the loop adds, a thread takes)
+        self.feed_lock = threading.Lock()  # one feeder at a time
+        self.cached: Snapshot | None = None  # the screen as last read, while nothing came
+
+    def add(self, data: bytes) -> None:
+        with self.queue_lock:
+            self.pending.append(data)
+            self.pending_size += len(data)
+            self.version += len(data)
+            while self.pending_size > PENDING_LIMIT and len(self.pending) > 1:
+                dropped = self.pending.pop(0)
+                if isinstance(dropped, bytes):
+                    self.pending_size -= len(dropped)
+                self.rebuild = True
+
+    def resize(self, rows: int, cols: int) -> None:
+        with self.queue_lock:
+            self.pending.append((rows, cols))
+
+    def render(self, live: bool) -> Snapshot:
+        """Feed what is queued, then read the screen (blocking: run it in a thread)."""
+        with self.feed_lock:
+            with self.queue_lock:
+                items, self.pending, self.pending_size = self.pending, [], 0
+                rebuild, self.rebuild = self.rebuild, False
+                version = self.version
+            cached = self.cached
+            if not items and not rebuild and cached is not None and cached.live == live:
+                return cached  # nothing new: the same screen (a window polls it each second)
+            if rebuild:
+                from .emulator import new_screen
+
+                self.screen, self.stream = new_screen(self.cols, self.rows)
+            for item in items:
+                if isinstance(item, tuple):
+                    self.rows, self.cols = item
+                    self.screen.resize(self.rows, self.cols)
+                else:
+                    try:
+                        self.stream.feed(item)
+                    except Exception:  # a sequence pyte cannot take must not lose the screen
+                        log.exception("the terminal emulator failed on the output")
+            from .emulator import line_text
+
+            screen = self.screen
+            lines = [line_text(screen.buffer[y], screen.columns) for y in range(screen.lines)]
+            self.cached = Snapshot(
+                lines=lines,
+                rows=screen.lines,
+                cols=screen.columns,
+                cursor=(screen.cursor.x, screen.cursor.y),
+                at=time.time(),
+                live=live,
+                version=version,
+                history=list(screen.history),
+            )
+            return self.cached
+
+
+class Screens:
+    """Every live agent's terminal, and the last screens of those that ended."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.terms: dict[str, Term] = {}
+        self.last: dict[str, Snapshot] = {}
+        self._changed: dict[str, asyncio.Event] = {}
+        #: Called with the agent's id at each of its outputs (cheap: nothing is rendered).
+        self.on_output: list[Callable[[str], None]] = []
+        #: Called with the agent's id and the output itself (agents/limits.py looks for a word).
+        self.on_data: list[Callable[[str, bytes], None]] = []
+
+    def path_of(self, agent_id: str) -> Path:
+        return self.folder / f"{agent_id}.json"
+
+    # --- from the watch connection (the event loop) ----------------------------------------
+
+    def started(self, agent_id: str, rows: int | None, cols: int | None) -> None:
+        """A (new) watch connection: a fresh terminal; the host replays its recent output."""
+        self.terms[agent_id] = Term(rows or DEFAULT_ROWS, cols or DEFAULT_COLS)
+
+    def output(self, agent_id: str, data: bytes) -> None:
+        term = self.terms.get(agent_id)
+        if term is not None:
+            term.add(data)
+        changed = self._changed.pop(agent_id, None)
+        if changed is not None:
+            changed.set()
+        for fn in self.on_output:
+            fn(agent_id)
+        for data_fn in self.on_data:
+            data_fn(agent_id, data)
+
+    def changed(self, agent_id: str) -> asyncio.Event:
+        """An event set at the agent's next output (to wait for a screen to change)."""
+        return self._changed.setdefault(agent_id, asyncio.Event())
+
+    def resized(self, agent_id: str, rows: int, cols: int) -> None:
+        term = self.terms.get(agent_id)
+        if term is not None and rows > 0 and cols > 0:
+            term.resize(rows, cols)
+
+    async def ended(self, agent_id: str) -> Snapshot | None:
+        """The program ended: keep its last screen (in memory and on disk)."""
+        term = self.terms.pop(agent_id, None)
+        if term is None:
+            return None
+        snapshot = await asyncio.to_thread(term.render, False)
+        self.last[agent_id] = snapshot
+        try:
+            await asyncio.to_thread(self._save, agent_id, snapshot)
+        except OSError:
+            log.exception("could not keep the last screen of %s", agent_id)
+        return snapshot
+
+    def _save(self, agent_id: str, snapshot: Snapshot) -> None:
+        ensure_private_dir(self.folder)  # 0700, like every folder of volee's
+        write_atomic(self.path_of(agent_id), json.dumps(snapshot.to_dict()).encode())
+
+    def forget(self, agent_id: str) -> None:
+        self.terms.pop(agent_id, None)
+        self.last.pop(agent_id, None)
+        self._changed.pop(agent_id, None)
+        self.path_of(agent_id).unlink(missing_ok=True)
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def last_text(self, agent_id: str) -> str:
+        """The agent's live screen as text, fed up to now (blocking; for tests and tools)."""
+        term = self.terms.get(agent_id)
+        snapshot = term.render(True) if term is not None else self.last.get(agent_id)
+        return "\n".join(snapshot.lines) if snapshot is not None else ""
+
+    def live(self, agent_id: str) -> bool:
+        return agent_id in self.terms
+
+    async def snapshot(self, agent_id: str) -> Snapshot | None:
+        """The agent's screen now (live), or the last one it left; None if volee has none."""
+        term = self.terms.get(agent_id)
+        if term is not None:
+            return await asyncio.to_thread(term.render, True)
+        if agent_id in self.last:
+            return self.last[agent_id]
+        try:
+            data = await asyncio.to_thread(self.path_of(agent_id).read_bytes)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            log.exception("could not read the last screen of %s", agent_id)
+            return None
+        try:
+            snapshot = Snapshot.from_json(data)
+        except ValueError:  # msgspec's errors are ValueErrors
+            log.warning("the last screen of %s is unreadable", agent_id)
+            return None
+        self.last[agent_id] = snapshot
+        return snapshot

@@ -1,0 +1,85 @@
+"""Hand the allocator's free memory back to the system a while after work (issue 22's soak).
+
+The soak bench (``bench/soak.py``) showed the daemon's and the app's RSS growing by about
+16 MiB an hour of churn while what Python holds (tracemalloc's total) and what glibc's main
+arena has in use stayed flat: the heap grows at each burst (agents started, a log replayed,
+a list filled, a daemon's sixty hosts taken back) and glibc keeps the pages freed in its
+middle, for ``free`` only gives back the top of the heap.  ``malloc_trim(0)`` gives back
+every free page of every arena (``madvise``), which nothing else does.
+
+It costs milliseconds to a few hundred (it walks every free chunk), so it runs in a worker
+thread, at most once per ``AFTER`` seconds and only after something happened (``poke``):
+at rest nothing wakes up.  Where the C library is not glibc (macOS, musl) it does nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import functools
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: Seconds from the first poke after a trim to the next trim.
+AFTER = 60.0
+
+
+@functools.cache
+def _glibc_trim() -> Callable[[], Any] | None:
+    """glibc's ``malloc_trim``, or None where there is none: looked up among the symbols the
+    process has loaded already (no ``ctypes.util.find_library``, which runs ``ldconfig``),
+    once, on the first trim (in its worker thread, never at start-up)."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError, TypeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return lambda: trim(0)
+
+
+def malloc_trim() -> bool:
+    """Give the free pages of every arena back; False where the C library cannot."""
+    trim = _glibc_trim()
+    if trim is None:
+        return False
+    began = time.perf_counter()
+    trim()
+    log.debug("malloc_trim took %.0f ms", 1000 * (time.perf_counter() - began))
+    return True
+
+
+class Trimmer:
+    """A trim ``after`` seconds after the first ``poke`` since the last one (the daemon pokes
+    at each committed event, the app at each one it receives)."""
+
+    def __init__(self, after: float = AFTER, trim: Callable[[], bool] = malloc_trim) -> None:
+        self.after = after
+        self.trim = trim
+        self.trims = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[bool] | None = None
+
+    def poke(self) -> None:
+        if self._timer is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a widget test): nothing runs, nothing to trim
+            return
+        self._timer = loop.call_later(self.after, self._run)
+
+    def _run(self) -> None:
+        self._timer = None
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(asyncio.to_thread(self.trim))
+            self.trims += 1
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
