@@ -41,7 +41,20 @@ def other_window(desk: dt.Desktop) -> subprocess.Popen[bytes]:
         stderr=subprocess.DEVNULL,
     )
     dt.poll("the other window", lambda: desk.visible("elsewhere"), LOADED)
-    desk.run("xdotool", "search", "--onlyvisible", "--name", "elsewhere", "windowactivate")
+
+    def activated() -> bool:
+        # Mapped is not yet managed: until openbox has taken the window, windowactivate
+        # fails (seen once in a full run), so it is asked again until it works.
+        done = subprocess.run(
+            ["xdotool", "search", "--onlyvisible", "--name", "elsewhere", "windowactivate"],
+            env=desk.env,
+            capture_output=True,
+            check=False,
+            timeout=20,
+        )
+        return done.returncode == 0
+
+    dt.poll("the other window given the focus", activated, LOADED)
     return proc
 
 

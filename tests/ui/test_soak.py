@@ -26,7 +26,7 @@ def test_none_refcount_does_not_drift_over_100k_callbacks(qapp: Any, volee_home:
 
     from volee_desktop.app.controller import AppController, AppOptions
 
-    from .conftest import RecordingSink
+    from .conftest import RecordingSink, end_qloop_timers
 
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
@@ -68,6 +68,7 @@ def test_none_refcount_does_not_drift_over_100k_callbacks(qapp: Any, volee_home:
     finally:
         ctl.close()
         asyncio.set_event_loop(None)
+        end_qloop_timers(loop)
     assert ran >= CALLBACKS
     # A leak of one reference per void call would be ~10^5; allow small noise.
     assert abs(after - before) < 100, (before, after)

@@ -120,6 +120,7 @@ def _run(
     from PySide6.QtWidgets import QApplication
 
     from .controller import AppController
+    from .gcguard import GuiCollector
     from .options import AppOptions
 
     app = QApplication.instance() or QApplication(argv or ["volee"])
@@ -128,6 +129,8 @@ def _run(
     app.setApplicationDisplayName("volee")
     app.setDesktopFileName("volee")
     app.setQuitOnLastWindowClosed(False)
+    collector = GuiCollector(app)  # cycles freed on the GUI thread only (gcguard.py)
+    collector.start()
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     opts = options if options is not None else AppOptions(config_path=paths.config_file)
@@ -139,6 +142,7 @@ def _run(
             return int(loop.run_until_complete(session.run()))
     finally:
         asyncio.set_event_loop(None)
+        collector.stop()
 
 
 def _wake_running(socket: Path) -> bool:
