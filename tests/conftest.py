@@ -3,6 +3,7 @@ host a test started outlives it (hosts are detached on purpose, so nothing else 
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import sys
@@ -32,7 +33,22 @@ os.environ[leftovers.MARKER] = _SESSION
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     began = leftovers.now_ticks()
-    yield
+    # The app's rule (volee_desktop/app/gcguard.py) in every test with Qt: no automatic
+    # collection while it runs, one on this (the GUI) thread once its fixtures are gone.
+    # Otherwise the collector frees its Qt objects in whichever thread allocates next (the
+    # daemon's workers, xdist's receiver): ~QObject on the wrong thread leaves their timers
+    # registered, and a later test's processEvents delivered one to freed memory.
+    qt = "qapp" in getattr(item, "fixturenames", ())
+    was = gc.isenabled()
+    if qt:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if qt:
+            gc.collect()
+            if was:
+                gc.enable()
     _TESTS.append((began, leftovers.now_ticks(), item.nodeid))
 
 
