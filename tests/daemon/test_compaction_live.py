@@ -293,3 +293,29 @@ def test_status_words_for_the_log() -> None:
     never = {**part, "base_seq": 0, "compacted_at": None, "dropped": None, "records": 10}
     assert log_text({"seq": 10, "log": never}) == "10 records, up to seq 10; never compacted"
     assert log_text({"seq": 10}) == "10 events"  # an older daemon
+
+
+async def test_a_replay_that_meets_a_compaction_after_its_check_ends_the_connection(
+    volee_home: Path,
+) -> None:
+    home = dirs()
+    d = await Daemon.start(home)
+    a = registered("a")
+    await d.service.commit([a])
+    for i in range(4):
+        await d.service.commit([ev.ActivityRecorded(at=2 + i, agent=a.agent, activity=f"s{i}")])
+    registry = d.service.registry
+    await d.close()
+    compaction.compact(home.events_db, registry, now=10 * 365 * DAY)  # drops 1-4, base 5
+    d = await Daemon.start(home)
+    d.compactor.base_seq = 0  # as if the compaction began after subscribe's look at the base
+    client = await AsyncClient.connect(d.dirs.socket)
+    pushed: list[int] = []
+    client.on_push("event", lambda p: pushed.append(p["seq"]))
+    try:
+        assert await client.call("subscribe", {"since": 2}) == {"seq": 2, "replay": True}
+        await asyncio.wait_for(client.closed.wait(), 10)  # dropped, never a replay with holes
+        assert pushed == []
+    finally:
+        await client.close()
+        await d.close()
