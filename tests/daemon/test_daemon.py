@@ -17,6 +17,7 @@ from volee_desktop.daemon.compaction import compact
 from volee_desktop.daemon.errors import AlreadyRunning
 from volee_desktop.daemon.main import Daemon
 from volee_desktop.ipc.aclient import AsyncClient
+from volee_desktop.ipc.protocol import ErrorCode, IpcError
 from volee_desktop.paths import dirs
 from volee_desktop.store.codec import decode_registry, event_from_dict
 from volee_desktop.store.errors import CorruptLog
@@ -108,7 +109,7 @@ async def test_a_client_that_reconnects_catches_up_without_a_gap(daemon: Daemon)
         await client.close()
 
 
-async def test_a_feed_resumed_from_below_a_compacted_base_gets_a_snapshot() -> None:
+async def test_a_feed_resumed_from_below_a_compacted_base_is_refused_naming_the_base() -> None:
     home = dirs()
     d = await Daemon.start(home)
     a = registered("a")
@@ -121,10 +122,14 @@ async def test_a_feed_resumed_from_below_a_compacted_base_gets_a_snapshot() -> N
     d = await Daemon.start(home)
     client = await client_of(d)
     try:
-        # Below the base: the log may have holes there.
-        result = await client.call("subscribe", {"since": 2})
-        assert result["seq"] == 5
-        assert "snapshot_parts" in result
+        # Below the base the log may have holes: refused (the clients then take a snapshot),
+        # never a replay with holes nor a snapshot the caller did not ask for.
+        with pytest.raises(IpcError) as refused:
+            await client.call("subscribe", {"since": 2})
+        assert refused.value.code == ErrorCode.CONFLICT
+        assert "below the event log's base (seq 5)" in str(refused.value)
+        result = await client.call("subscribe", {"since": 5})  # from the base on: a replay
+        assert result == {"seq": 5, "replay": True}
     finally:
         await client.close()
         await d.close()

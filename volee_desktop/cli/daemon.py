@@ -132,7 +132,7 @@ def cmd_daemon_status(args: argparse.Namespace) -> int:
     up = duration(time.time() - status["started_at"])
     print(f"  up {up} (started in {status['startup_seconds']:.2f} s)")
     print(f"  socket     {status['socket']}")
-    print(f"  event log  {status['events_db']} ({status['seq']} events)")
+    print(f"  event log  {status['events_db']} ({log_text(status)})")
     print(f"  agents     {status['agents']} ({status['live_agents']} live)")
     print(
         f"  hooks      {status['hooks_accepted']} accepted, {status['hooks_rejected']} kept aside"
@@ -155,6 +155,30 @@ def cmd_daemon_status(args: argparse.Namespace) -> int:
     if notes["problem"]:
         print(f"  notifications cannot be shown: {notes['problem']}")
     return 0
+
+
+def log_text(status: dict[str, Any]) -> str:
+    """The event log's size and its last compaction, in words (docs/decisions.md D22)."""
+    part = status.get("log")
+    if not isinstance(part, dict):  # an older daemon
+        return f"{status['seq']} events"
+    records = part.get("records")
+    counted = f"{records:,} records" if isinstance(records, int) else "records being counted"
+    text = f"{counted}, up to seq {status['seq']:,}"
+    if part.get("compacting"):
+        text += "; compacting now"
+    at = part.get("compacted_at")
+    if part.get("base_seq"):
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(at)) if at else "at an unknown time"
+        text += f"; compacted up to seq {part['base_seq']:,} ({when}"
+        if part.get("dropped") is not None:
+            text += f", {part['dropped']:,} dropped in {part.get('seconds') or 0:.1f} s"
+        text += ")"
+    elif not part.get("compacting"):
+        text += "; never compacted"
+    if part.get("problem"):
+        text += f"; the last compaction {part['problem']}"
+    return text
 
 
 def cadence_text(part: dict[str, Any]) -> str:

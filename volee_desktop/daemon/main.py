@@ -43,6 +43,7 @@ from .agents.runner import AgentsRunner
 from .agents.screens import Screens
 from .agents.workspaces import Workspaces
 from .clock import Clock, LoopClock
+from .compaction import Compactor
 from .context import Clients, CloseHooks, Context, StatusBoard, Tasks
 from .discovery import watches as watch
 from .discovery.listers import Lister, SystemLister, claude_binary, registry_signature
@@ -113,6 +114,7 @@ class Daemon:
         self.service = service
         self.tasks = tasks
         self.snapshots = snapshots
+        self.compactor = snapshots.compactor or Compactor(event_log, clock, facts.base_seq)
         self.intake = intake
         self.clock = clock
         self.safety = safety or SafetySettings(service, dirs.config_file, clock)
@@ -131,6 +133,8 @@ class Daemon:
         # Refusals of callers volee could not identify (no agent's timeline to keep them in).
         self.status_board.add("unidentified", self.audit.status)
         self.closing = CloseHooks()
+        # A compaction running stops between two of its chunks (what it dropped stays dropped).
+        self.closing.add(self.compactor.close)
         ctx = Context(
             service=service,
             config=config,
@@ -177,7 +181,7 @@ class Daemon:
             methods,
             unconfirmed=lambda: self.safety.messages,
             machines=self.machines.feed,
-            base=lambda: facts.base_seq,
+            base=lambda: self.compactor.base_seq,
         )
         self.machines.on_change = self.subscriptions.machines_changed
         self.discovery = self._discovery(lister)
@@ -202,6 +206,7 @@ class Daemon:
             Reads(
                 suspect_hosts=lambda: dict(self.agents.suspects),
                 unconfirmed=lambda: self.safety.messages,
+                log=self.compactor.status,
             ),
             self.request_stop,
         )
@@ -274,7 +279,9 @@ class Daemon:
             # What lowers safety in config.toml is in force only once the person confirmed it.
             safety = SafetySettings(service, dirs.config_file, clock)
             config = await safety.at_start(loaded.config)
-            snapshots = Snapshots(event_log, service, tasks)
+            # The log compacts itself after a periodic snapshot, when due (compaction.py).
+            compactor = Compactor(event_log, clock, facts.base_seq)
+            snapshots = Snapshots(event_log, service, tasks, compactor)
             profiles = harness_profiles()
             intake = Intake(service, profiles, dirs.spool, clock)
             # Before any runner listens: what was spooled while no daemon ran is the past.

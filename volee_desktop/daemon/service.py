@@ -188,8 +188,9 @@ class Service:
     # --- reading ---------------------------------------------------------------------------
 
     def events_after(self, seq: int) -> Iterator[tuple[int, Event]]:
-        """Durable events after ``seq``, from the log."""
-        for stored in self._log.read(seq):
+        """Every durable event after ``seq``, from the log; ``Compacted`` (store/integrity.py)
+        when the log is compacted beyond ``seq`` (some of them are gone)."""
+        for stored in self._log.read(seq, whole=True):
             yield stored.seq, decode_event(stored.type, stored.version, stored.payload)
 
 

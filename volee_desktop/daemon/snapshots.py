@@ -15,6 +15,7 @@ from ..store.integrity import corrupt
 from ..store.log import EventLog
 from ..store.records import Snapshot
 from ..store.schema import connect
+from .compaction import Compactor, Kept
 from .context import Tasks
 from .service import Service, replay
 
@@ -98,12 +99,20 @@ def load_registry_from(
 
 
 class Snapshots:
-    """Saves a snapshot of the visible registry every ``SNAPSHOT_EVERY`` events."""
+    """Saves a snapshot of the visible registry every ``SNAPSHOT_EVERY`` events; after one,
+    the ``compactor`` may make it the log's base and compact below it (compaction.py)."""
 
-    def __init__(self, event_log: EventLog, service: Service, tasks: Tasks) -> None:
+    def __init__(
+        self,
+        event_log: EventLog,
+        service: Service,
+        tasks: Tasks,
+        compactor: Compactor | None = None,
+    ) -> None:
         self.log = event_log
         self.service = service
         self.tasks = tasks
+        self.compactor = compactor
         self._since = 0
         service.listen(self._count)
 
@@ -111,15 +120,23 @@ class Snapshots:
         self._since += 1
         if self._since >= SNAPSHOT_EVERY:
             self._since = 0
-            self.tasks.spawn(self.save(), "snapshot")
+            self.tasks.spawn(self.save(compact=True), "snapshot")
 
-    async def save(self) -> None:
-        """Save the visible registry as a snapshot (derived data: failure is only logged)."""
+    async def save(self, *, compact: bool = False) -> None:
+        """Save the visible registry as a snapshot (derived data: failure is only logged);
+        ``compact``: then compact the log below it if it is due (the periodic ones)."""
         registry = self.service.registry
         if registry.seq == 0:
             return
         blob = encode_registry(registry)
+        compactor = self.compactor if compact else None
+        # Taken with the blob, before any await: the rule's view of the same registry.
+        kept = Kept.of(registry) if compactor is not None and compactor.due(registry.seq) else None
+        seq = registry.seq
         try:
-            await self.log.save_snapshot(registry.seq, SNAPSHOT_VERSION, blob)
+            await self.log.save_snapshot(seq, SNAPSHOT_VERSION, blob)
         except StoreError as exc:
-            log.warning("could not save a snapshot at %d: %s", registry.seq, exc)
+            log.warning("could not save a snapshot at %d: %s", seq, exc)
+            return
+        if compactor is not None and kept is not None:
+            compactor.start(Snapshot(seq, SNAPSHOT_VERSION, blob), kept)

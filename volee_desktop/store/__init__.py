@@ -7,7 +7,15 @@ versions on read is the codec's job; stored records are never rewritten.
 
 from __future__ import annotations
 
-from .errors import REPAIR_COMMAND, CorruptLog, DuplicateKey, Error, StoreError, WriteFailed
+from .errors import (
+    REPAIR_COMMAND,
+    Compacted,
+    CorruptLog,
+    DuplicateKey,
+    Error,
+    StoreError,
+    WriteFailed,
+)
 from .integrity import SET_ASIDE_TABLE, RepairReport, repair
 from .log import SNAPSHOTS_KEPT, CommitStats, EventLog
 from .memory import MemoryLog
@@ -20,6 +28,7 @@ __all__ = [
     "SET_ASIDE_TABLE",
     "SNAPSHOTS_KEPT",
     "CommitStats",
+    "Compacted",
     "CorruptLog",
     "DuplicateKey",
     "Error",

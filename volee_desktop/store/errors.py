@@ -7,6 +7,7 @@
      |                         nothing of it was kept, the log is usable, a retry can work
      +-- DuplicateKey          an append's idempotency key was already written
      +-- CorruptLog            a record or the file itself is damaged; nothing was changed
+     +-- Compacted             records wanted whole from below a compacted log's base
      +-- CodecError            a record that cannot be turned back into an event (codec.py)
      +-- BadRecord             internal to the scan: a damaged record (integrity.py)
 """
@@ -74,3 +75,15 @@ class CorruptLog(StoreError):
         self.seq = seq
         self.reason = reason
         self.backup = backup
+
+
+class Compacted(StoreError):
+    """The records after ``after`` are wanted whole, but the log is compacted up to ``base``."""
+
+    def __init__(self, base: int, after: int) -> None:
+        super().__init__(
+            f"the event log is compacted up to seq {base}: the records after {after} are no "
+            f"longer all there; subscribe afresh (a snapshot), or from seq {base} or later"
+        )
+        self.base = base
+        self.after = after

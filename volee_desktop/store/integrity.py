@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .compaction import base_seq
-from .errors import CorruptLog, StoreError
+from .errors import Compacted, CorruptLog, StoreError
 from .records import StoredRecord, header_crc, record_crc, snapshot_crc
 from .schema import (
     INSERT_EVENT,
@@ -44,19 +44,31 @@ class BadRecord(StoreError):
         self.reason = reason
 
 
-def scan(conn: sqlite3.Connection, after: int) -> Iterator[StoredRecord]:
+def scan(conn: sqlite3.Connection, after: int, *, whole: bool = False) -> Iterator[StoredRecord]:
     """Records with seq > ``after`` in order, each checked; raises BadRecord at the first bad one.
+
+    ``whole``: every record after ``after`` is wanted (a feed's replay), so a log compacted
+    beyond ``after`` raises ``Compacted`` rather than skip what was dropped.
 
     Checked: the seq follows the previous one (no gap, but at or below a compacted log's base,
     where compaction dropped records: store/compaction.py), the column types, the CRC.
     This loop is the replay hot path, hence the local names and the header cache.
     """
     expected = after + 1
-    gaps_until = base_seq(conn)
+    # The base and the records are read in one read transaction: a compaction running beside
+    # (daemon/compaction.py) must not show records dropped below a base this scan did not see.
+    began = False
     headers: dict[tuple[object, object], int] = {}
     crc32 = zlib.crc32
     make = StoredRecord._make
     try:
+        if not conn.in_transaction:
+            conn.execute("BEGIN")
+            began = True
+            conn.execute("SELECT max(seq) FROM events").fetchone()  # the read begins here
+        gaps_until = base_seq(conn)
+        if whole and after < gaps_until:
+            raise Compacted(gaps_until, after)
         cursor = conn.execute(SELECT_EVENTS, (after,))
         for row in cursor:
             seq, type_, version, payload, crc = row
@@ -82,6 +94,12 @@ def scan(conn: sqlite3.Connection, after: int) -> Iterator[StoredRecord]:
         if not is_corruption(exc):
             raise StoreError(f"could not read the event log at seq {expected}: {exc}") from exc
         raise BadRecord(expected, f"cannot be read, SQLite says {exc}") from exc
+    finally:
+        if began and conn.in_transaction:
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error:
+                pass  # a read-only transaction: nothing to keep
 
 
 def _bad_text(exc: sqlite3.DatabaseError) -> bool:

@@ -27,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from . import compaction
 from .errors import DuplicateKey, StoreError, WriteFailed
 from .integrity import BadRecord, corrupt, scan
 from .records import (
@@ -69,6 +70,10 @@ class _Request:
     snapshot: Snapshot | None = None
     # Only look whether the -wal is still the one SQLite writes (``check``).
     check: bool = False
+    # Compaction (store/compaction.py), in a transaction of its own, in the writer's order:
+    # make this snapshot the log's base, or drop these records at or below the base.
+    base: Snapshot | None = None
+    drop: Sequence[int] | None = None
     # Exactly one of these two waits for the outcome.
     future: asyncio.Future[Any] | None = None
     loop: asyncio.AbstractEventLoop | None = None
@@ -229,6 +234,25 @@ class EventLog:
         """Save a snapshot and block until durable."""
         self._submit_sync(self._snapshot_request(seq, version, blob))
 
+    def set_base(self, snapshot: Snapshot) -> Awaitable[None]:
+        """Queue making ``snapshot`` (of durable state) the log's base (store/compaction.py);
+        done once durable.  Its own transaction, in the writer's order among the appends."""
+        return self._submit_async(_Request(base=snapshot, shape=lambda _: None))
+
+    def drop_sync(self, seqs: Sequence[int]) -> int:
+        """Drop these records (at most ``DROP_CHUNK``, all at or below the base) in one
+        transaction of the writer's, between its commits; block until done (a compaction's
+        thread, never the event loop).  Returns how many were dropped."""
+        if len(seqs) > compaction.DROP_CHUNK:
+            raise StoreError(f"drop at most {compaction.DROP_CHUNK} records at a time")
+        request = _Request(drop=list(seqs))
+        request.sync = concurrent.futures.Future()
+        self._enqueue(request)  # no ``resume``: a fence is the appends' business, not ours
+        outcome = request.sync.result()
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return len(seqs)
+
     def check(self) -> Awaitable[str | None]:
         """Look, while idle, whether the -wal SQLite writes is still in place (the check each
         commit makes): ``None`` when the log takes writes, else why it stopped.  A -wal found
@@ -286,7 +310,16 @@ class EventLog:
                     if not self._queue:
                         return
                     batch, self._queue = self._queue, []
-                self._deliver(batch, self._commit(batch))
+                # Appends are grouped into one commit; a compaction step is a transaction of
+                # its own, in its place in the queue.
+                start = 0
+                for i, request in enumerate([*batch, None]):
+                    if request is None or request.base is not None or request.drop is not None:
+                        if start < i:
+                            self._deliver(batch[start:i], self._commit(batch[start:i]))
+                        if request is not None:
+                            self._deliver([request], [self._maintain(request)])
+                        start = i + 1
                 batch = []
         except BaseException as exc:
             # A bug here must not leave callers waiting for ever: fail everyone
@@ -377,6 +410,35 @@ class EventLog:
         self.stats.requests += len(batch)
         self.stats.records += len(rows)
         return outcomes
+
+    def _maintain(self, request: _Request) -> _Outcome:
+        """A compaction step (``set_base`` or ``drop_sync``) in a transaction of its own."""
+        if self._broken is not None:
+            return StoreError(self._broken)
+        if self._fenced is not None:
+            return WriteFailed(self._fenced)
+        try:
+            if request.base is not None:
+                compaction.set_base(self._writer, request.base)
+            else:
+                compaction.drop(self._writer, request.drop or ())
+        except StoreError as exc:
+            return exc
+        except sqlite3.Error as exc:
+            if self._writer.in_transaction:
+                try:
+                    self._writer.execute("ROLLBACK")
+                except sqlite3.Error:
+                    self._broken = f"the event log {self.path} stopped accepting writes: {exc}"
+            if is_corruption(exc):
+                self._broken = (
+                    f"the event log {self.path} stopped accepting writes: SQLite says the file "
+                    f"is damaged ({exc}); restart the daemon to check it"
+                )
+            log.error("event log %s: a compaction step failed: %s", self.path, exc)
+            return StoreError(f"compacting the event log {self.path} failed: {exc}")
+        lost = self._wal_lost()
+        return None if lost is None else StoreError(lost)
 
     def _wal_lost(self) -> str | None:
         """After a commit: None if the -wal SQLite wrote is still in place, else why writes stop.
@@ -497,11 +559,12 @@ class EventLog:
 
     # -- reading ---------------------------------------------------------------
 
-    def read(self, after: int = 0) -> Iterator[StoredRecord]:
+    def read(self, after: int = 0, *, whole: bool = False) -> Iterator[StoredRecord]:
         """The durable records with seq > ``after``, in seq order, streamed and checked.
 
         Raises CorruptLog (after making a backup copy) at the first damaged record;
-        the records before it were good.
+        the records before it were good.  Below a compacted log's base some records are gone;
+        ``whole`` (every record after ``after`` is wanted) raises ``Compacted`` there instead.
         """
         try:
             conn = connect(self.path)
@@ -510,7 +573,7 @@ class EventLog:
                 raise corrupt(self.path, None, f"SQLite says {exc}") from exc
             raise StoreError(f"could not read the event log {self.path}: {exc}") from exc
         try:
-            yield from scan(conn, after)
+            yield from scan(conn, after, whole=whole)
         except BadRecord as bad:
             raise corrupt(self.path, bad.seq, bad.reason) from bad
         finally:

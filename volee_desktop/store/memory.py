@@ -125,8 +125,9 @@ class MemoryLog:
 
     # -- reading ---------------------------------------------------------------
 
-    def read(self, after: int = 0) -> Iterator[StoredRecord]:
-        """The records with seq > ``after``, in order (those appended while reading too)."""
+    def read(self, after: int = 0, *, whole: bool = False) -> Iterator[StoredRecord]:
+        """The records with seq > ``after``, in order (those appended while reading too);
+        never compacted, so ``whole`` changes nothing."""
         stored = self._contents.records
         index = max(after, 0)
         while index < len(stored):

@@ -107,8 +107,9 @@ class Log(Protocol):
         """Where the append with this key began, or None."""
         ...
 
-    def read(self, after: int = 0) -> Iterator[StoredRecord]:
-        """The durable records with seq > ``after``, in seq order."""
+    def read(self, after: int = 0, *, whole: bool = False) -> Iterator[StoredRecord]:
+        """The durable records with seq > ``after``, in seq order (``whole``: all of them, or
+        ``Compacted`` where a compaction dropped some)."""
         ...
 
     def last_seq(self) -> int:

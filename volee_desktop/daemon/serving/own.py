@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -14,6 +14,7 @@ from ...ipc.methods import Method
 from ...ipc.server import Connection, MethodTable, Reply
 from ...paths import Dirs
 from ..agents.intake import HookResult, Intake
+from ..compaction import LogStatus
 from ..context import StatusBoard
 from ..params import HookCall, NoParameters, decoder
 from ..service import Service
@@ -26,6 +27,8 @@ class Reads:
 
     suspect_hosts: Callable[[], dict[str, str]]
     unconfirmed: Callable[[], list[str]]
+    #: The log's records and its last compaction (daemon/compaction.py).
+    log: Callable[[], Awaitable[LogStatus]]
 
 
 class Status(TypedDict):
@@ -38,6 +41,8 @@ class Status(TypedDict):
     socket: str
     events_db: str
     seq: int
+    #: How many records the log holds, its base and when it was last compacted.
+    log: LogStatus
     agents: int
     live_agents: int
     snapshot_seq: int
@@ -120,6 +125,7 @@ class DaemonMethods:
             "socket": str(self.dirs.socket),
             "events_db": str(self.dirs.events_db),
             "seq": registry.seq,
+            "log": await self.reads.log(),
             "agents": len(registry.agents),
             "live_agents": sum(1 for a in registry.agents.values() if a.state.live),
             "snapshot_seq": self.facts.snapshot_seq,

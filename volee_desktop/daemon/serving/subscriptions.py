@@ -26,6 +26,7 @@ from ...ipc.methods import Method
 from ...ipc.protocol import ErrorCode, IpcError
 from ...ipc.server import Connection, MethodTable, Reply
 from ...store.codec import encode_registry, event_to_dict
+from ...store.errors import Compacted
 from ..context import Clients, Tasks
 from ..params import Parameters, decoder
 from ..service import Service
@@ -105,8 +106,16 @@ class Subscriptions:
 
     async def subscribe(self, conn: Connection, params: SubscribeParams) -> Reply[Subscribed]:
         since = params.since
-        if since is not None and since < self.base():
-            since = None  # the events after it are compacted: a snapshot, as to a new feed
+        base = self.base()
+        if since is not None and since < base:
+            # Below the base the log has holes: no replay from there, not even a partial one.
+            # Refused like a seq beyond the log, so a client subscribes afresh (a snapshot).
+            raise IpcError(
+                ErrorCode.CONFLICT,
+                f"since={since} is below the event log's base (seq {base}): it was compacted "
+                f"and the events up to {base} are no longer all kept; subscribe afresh "
+                f"(since null, a snapshot) or from seq {base} or later",
+            )
         interactive = params.interactive
         service = self.service
         queue: asyncio.Queue[tuple[int, Event]] = asyncio.Queue()
@@ -180,6 +189,10 @@ class Subscriptions:
                     if not await self._push_event(conn, seq, event):
                         return
                     last = seq
+            except Compacted as exc:
+                # Compacted beyond ``since`` after the check above: it resubscribes, refused.
+                log.info("a feed's replay met a compaction (%s); dropping it", exc)
+                conn.close()
             except Exception:
                 # The client would wait for ever with a gap: drop it, so that it reconnects.
                 conn.close()
