@@ -92,6 +92,13 @@ def test_the_summary_shows_the_input_a_person_decides_on(
     assert summarize(tool, tool_input, cwd="/home/dev/proj") == expected
 
 
+def test_a_relative_path_is_shown_as_the_agent_gave_it() -> None:
+    # Only an absolute path inside the agent's folder is shortened: a relative one is read
+    # from where the agent works already, and cutting its first folder would name another.
+    assert summarize("Edit", {"file_path": "src/app.py"}, cwd="src") == "Edit: src/app.py"
+    assert summarize("LS", {"path": "proj/src"}, cwd="proj") == "LS: proj/src"
+
+
 @pytest.mark.parametrize(
     ("question", "expected"),
     [
