@@ -39,6 +39,7 @@ from ..store.log import EventLog
 from ..store.records import Snapshot, StoredRecord
 from ..store.schema import connect
 from .clock import Clock
+from .errors import Error
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +162,7 @@ class LogStatus(TypedDict):
     problem: str | None
 
 
-class Stopped(Exception):
+class Stopped(Error):
     """The daemon closes: the compaction stops between two chunks (what it dropped stays)."""
 
 
