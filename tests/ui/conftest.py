@@ -14,7 +14,12 @@ from typing import Any
 import pytest
 
 # Before any QApplication exists: without a display, draw offscreen.
-if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+# An offscreen platform given with options (a 4 K screen: test_clipping.py) is kept.
+if (
+    not os.environ.get("DISPLAY")
+    and not os.environ.get("WAYLAND_DISPLAY")
+    and not os.environ.get("QT_QPA_PLATFORM", "").startswith("offscreen")
+):
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
 from tests.fakes.app_link import FakeDaemonLink, World

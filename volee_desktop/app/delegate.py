@@ -3,7 +3,8 @@
 Full row: name, markers, context share and time in state; the coloured state and its
 detail (cut at its end, read the way it is written; the tooltip holds it all);
 the last activity of the current turn (else the folder) and the mission.  Compact
-row: state mark, name, request or detail, context share, time in state.
+row: state mark, name, request or detail, context share, time in state.  Right to left the
+row is mirrored: laid out from the left, each rect and alignment flipped (``_text``, ``_fill``).
 """
 
 from __future__ import annotations
@@ -83,6 +84,20 @@ class AgentDelegate(QStyledItemDelegate):
         self._machine = ""  # the other machine of the row being painted (MachineRole)
         self.context_limit = CONTEXT_LIMIT
         self._fonts: dict[str, Fonts] = {}
+        self._direction = Qt.LayoutDirection.LeftToRight  # the row being painted's
+        self._outer = QRect()
+
+    def _text(
+        self, painter: QPainter, rect: QRect, flags: Qt.AlignmentFlag | int, text: str
+    ) -> None:
+        """``text`` in ``rect`` as laid out left to right, mirrored in a right-to-left row;
+        its own words read the way they are written (an English command stays one)."""
+        align = QStyle.visualAlignment(self._direction, Qt.AlignmentFlag(flags))
+        where = QStyle.visualRect(self._direction, self._outer, rect)
+        painter.drawText(where, int(align | Qt.AlignmentFlag.AlignAbsolute), text)
+
+    def _fill(self, painter: QPainter, rect: QRect, colour: QColor) -> None:
+        painter.fillRect(QStyle.visualRect(self._direction, self._outer, rect), colour)
 
     def fonts(self, font: QFont) -> Fonts:
         """The row's fonts and their metrics, made once per font (a paint makes none)."""
@@ -115,6 +130,10 @@ class AgentDelegate(QStyledItemDelegate):
         option: QStyleOptionViewItem,
         index: QModelIndex | QPersistentModelIndex,
     ) -> None:
+        # Laid out left to right, then mirrored in a right-to-left layout (``_text``,
+        # ``_fill``): the state bar and the name on the leading side, the time on the other.
+        self._direction = option.direction
+        self._outer = QRect(option.rect)
         header = index.data(GroupRole)
         if isinstance(header, GroupHeader):
             self._paint_header(painter, option, header)
@@ -124,6 +143,8 @@ class AgentDelegate(QStyledItemDelegate):
             super().paint(painter, option, index)
             return
         painter.save()
+        # Each text's direction is its own (a command, a path): the row's is option.direction.
+        painter.setLayoutDirection(Qt.LayoutDirection.LayoutDirectionAuto)
         style = option.widget.style() if option.widget else QApplication.style()
         style.drawPrimitive(
             QStyle.PrimitiveElement.PE_PanelItemViewItem, option, painter, option.widget
@@ -164,30 +185,35 @@ class AgentDelegate(QStyledItemDelegate):
         bar = QRect(left, y + h // 2 - 3, CONTEXT_W, 6)
         track = QColor(dim)
         track.setAlphaF(0.25)
-        painter.fillRect(bar, track)
-        painter.fillRect(QRect(bar.left(), bar.top(), round(CONTEXT_W * share), 6), colour)
+        self._fill(painter, bar, track)
+        self._fill(painter, QRect(bar.left(), bar.top(), round(CONTEXT_W * share), 6), colour)
         painter.setPen(colour if near else dim)
-        painter.drawText(QRect(x - label_w, y, label_w, h), Qt.AlignmentFlag.AlignRight, label)
+        self._text(painter, QRect(x - label_w, y, label_w, h), Qt.AlignmentFlag.AlignRight, label)
         return left - PAD
 
     def _paint_header(
         self, painter: QPainter, option: QStyleOptionViewItem, header: GroupHeader
     ) -> None:
         painter.save()
+        painter.setLayoutDirection(Qt.LayoutDirection.LayoutDirectionAuto)
         rect: QRect = option.rect
         text, dim, _selected = self._pens(option)
         shade = QColor(dim)
         shade.setAlphaF(0.10)
-        painter.fillRect(rect, shade)
+        self._fill(painter, rect, shade)
         fonts = self.fonts(option.font)
         painter.setFont(fonts.bold)
         painter.setPen(QColor("#e8590c") if header.hidden else text)
-        arrow = "" if header.hidden else ("▸ " if header.folded else "▾ ")
+        rtl = self._direction == Qt.LayoutDirection.RightToLeft
+        folded = "◂ " if rtl else "▸ "  # a folded group's arrow points the way it reads
+        arrow = "" if header.hidden else (folded if header.folded else "▾ ")
         words = arrow + header.text()
         fm = fonts.bfm
         left = rect.left() + PAD
         inner = QRect(left, rect.top(), rect.width() - 2 * PAD, rect.height())
-        painter.drawText(inner, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, words)
+        self._text(
+            painter, inner, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, words
+        )
         if header.path:
             x = left + fm.horizontalAdvance(words) + PAD
             painter.setFont(option.font)
@@ -195,7 +221,8 @@ class AgentDelegate(QStyledItemDelegate):
             path = fonts.fm.elidedText(
                 header.path, Qt.TextElideMode.ElideMiddle, max(0, rect.right() - PAD - x)
             )
-            painter.drawText(
+            self._text(
+                painter,
                 QRect(x, rect.top(), rect.right() - PAD - x, rect.height()),
                 Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
                 path,
@@ -220,15 +247,15 @@ class AgentDelegate(QStyledItemDelegate):
         painter.setFont(bold)
         painter.setPen(text if selected else colour)
         mark = state_mark(agent)
-        painter.drawText(QRect(left, top, 16, line), Qt.AlignmentFlag.AlignLeft, mark)
+        self._text(painter, QRect(left, top, 16, line), Qt.AlignmentFlag.AlignLeft, mark)
         left += 16
         painter.setFont(base)
         since = duration(self.clock() - agent.state_since)
         # A column as wide as "59 min": the context bars line up from row to row.
         since_w = max(fm.horizontalAdvance(since), f.age_w)
         painter.setPen(dim)
-        painter.drawText(
-            QRect(right - since_w, top, since_w, line), Qt.AlignmentFlag.AlignRight, since
+        self._text(
+            painter, QRect(right - since_w, top, since_w, line), Qt.AlignmentFlag.AlignRight, since
         )
         right = self._context(painter, agent, right - since_w - PAD, top, line, dim)
         painter.setFont(bold)
@@ -240,7 +267,7 @@ class AgentDelegate(QStyledItemDelegate):
             painter.setPen(dim)
         shown_name = f"{machine}:{agent.name}" if machine else agent.name
         name = bfm.elidedText(shown_name, Qt.TextElideMode.ElideRight, min(room // 2, 220))
-        painter.drawText(QRect(left, top, room, line), Qt.AlignmentFlag.AlignLeft, name)
+        self._text(painter, QRect(left, top, room, line), Qt.AlignmentFlag.AlignLeft, name)
         x = left + bfm.horizontalAdvance(name) + PAD
         painter.setFont(base)
         painter.setPen(text if selected else dim)
@@ -249,7 +276,7 @@ class AgentDelegate(QStyledItemDelegate):
         if unreachable:
             shown = f"{unreachable} · {shown}"
         detail = elided(fm, shown, max(0, right - x))
-        painter.drawText(QRect(x, top, right - x, line), Qt.AlignmentFlag.AlignLeft, detail)
+        self._text(painter, QRect(x, top, right - x, line), Qt.AlignmentFlag.AlignLeft, detail)
 
     def _paint_full(
         self, painter: QPainter, option: QStyleOptionViewItem, agent: Agent, mission: object
@@ -257,7 +284,7 @@ class AgentDelegate(QStyledItemDelegate):
         rect: QRect = option.rect
         text, dim, selected = self._pens(option)
         colour = self._state_colour(agent, dim)
-        painter.fillRect(QRect(rect.left(), rect.top() + 2, BAR, rect.height() - 4), colour)
+        self._fill(painter, QRect(rect.left(), rect.top() + 2, BAR, rect.height() - 4), colour)
         f = self.fonts(option.font)
         base_font, bold, fm, bfm = f.base, f.bold, f.fm, f.bfm
         line = fm.height()
@@ -270,15 +297,15 @@ class AgentDelegate(QStyledItemDelegate):
         painter.setFont(base_font)
         since_w = max(fm.horizontalAdvance(since), f.since_w)
         painter.setPen(dim)
-        painter.drawText(
-            QRect(right - since_w, top, since_w, line), Qt.AlignmentFlag.AlignRight, since
+        self._text(
+            painter, QRect(right - since_w, top, since_w, line), Qt.AlignmentFlag.AlignRight, since
         )
         end = self._context(painter, agent, right - since_w - PAD, top, line, dim)
         painter.setFont(bold)
         room = end - left
         name = bfm.elidedText(agent.name, Qt.TextElideMode.ElideRight, max(room // 2, room - 160))
         painter.setPen(dim if " unreachable" in self._machine and not selected else text)
-        painter.drawText(QRect(left, top, room, line), Qt.AlignmentFlag.AlignLeft, name)
+        self._text(painter, QRect(left, top, room, line), Qt.AlignmentFlag.AlignLeft, name)
         flags = markers(agent)
         if self._machine:
             flags.insert(0, self._machine)  # the machine it is on (and "unreachable since")
@@ -290,22 +317,28 @@ class AgentDelegate(QStyledItemDelegate):
             warn = agent.interrupted or near_limit(agent, self.context_limit)
             painter.setPen(QColor("#f08c00") if warn else dim)
             tag = fm.elidedText(" · ".join(flags), Qt.TextElideMode.ElideRight, max(0, end - x))
-            painter.drawText(QRect(x, top, max(0, end - x), line), Qt.AlignmentFlag.AlignLeft, tag)
+            self._text(
+                painter, QRect(x, top, max(0, end - x), line), Qt.AlignmentFlag.AlignLeft, tag
+            )
 
         # Line 2: coloured state, the rest of the detail (elided in the middle).
         y = top + line + 2
         label, rest = state_and_detail(agent)
         painter.setFont(bold)
         painter.setPen(text if selected else colour)
-        painter.drawText(QRect(left, y, right - left, line), Qt.AlignmentFlag.AlignLeft, label)
+        self._text(painter, QRect(left, y, right - left, line), Qt.AlignmentFlag.AlignLeft, label)
         x = left + bfm.horizontalAdvance(label)
         if rest:
             painter.setFont(base_font)
             painter.setPen(text)
             sep = " " if detail_text(agent).lower().startswith(label) else " · "
-            joined = sep + rest
-            detail = elided(fm, joined, right - x)
-            painter.drawText(QRect(x, y, right - x, line), Qt.AlignmentFlag.AlignLeft, detail)
+            # The separator goes between the state and the words, on whichever side that is.
+            rtl = self._direction == Qt.LayoutDirection.RightToLeft
+            if rtl:  # the words cut at their end, the separator kept next to the state
+                detail = elided(fm, rest, right - x - fm.horizontalAdvance(sep)) + sep
+            else:
+                detail = elided(fm, sep + rest, right - x)
+            self._text(painter, QRect(x, y, right - x, line), Qt.AlignmentFlag.AlignLeft, detail)
 
         # Line 3: last activity of this turn (else the folder) (left), mission (right).
         y += line + 2
@@ -316,12 +349,14 @@ class AgentDelegate(QStyledItemDelegate):
         if goal:
             goal = fm.elidedText("◆ " + goal, Qt.TextElideMode.ElideRight, (right - left) // 2)
             goal_w = fm.horizontalAdvance(goal)
-            painter.drawText(
-                QRect(right - goal_w, y, goal_w, line), Qt.AlignmentFlag.AlignRight, goal
+            self._text(
+                painter, QRect(right - goal_w, y, goal_w, line), Qt.AlignmentFlag.AlignRight, goal
             )
         activity = activity_line(agent, self.clock())
         if self._outcome:  # what its work came to: "plan 3/7 · 3 files +120 −14"
             activity = f"{self._outcome} · {activity}" if activity else self._outcome
         folder = activity == (agent.worktree or agent.cwd)  # a path keeps its last part
         activity = elided(fm, activity, right - left - goal_w - PAD, path=folder)
-        painter.drawText(QRect(left, y, right - left, line), Qt.AlignmentFlag.AlignLeft, activity)
+        self._text(
+            painter, QRect(left, y, right - left, line), Qt.AlignmentFlag.AlignLeft, activity
+        )

@@ -25,7 +25,9 @@ class ListToolbar:
         self.filter = QLineEdit(owner)
         self.filter.setObjectName("filter")
         self.filter.setAccessibleName("Filter agents")  # a screen reader does not say placeholders
-        self.filter.setPlaceholderText("Filter agents (name, state, detail, folder, mission)…")
+        # Short: Qt cuts a placeholder wider than the box (the tooltip says what it matches).
+        self.filter.setPlaceholderText("Filter agents…")
+        self.filter.setToolTip("Filter agents by name, state, detail, folder or mission")
         self.filter.setClearButtonEnabled(True)
         self.compact = QToolButton(owner)
         self.compact.setObjectName("compact")

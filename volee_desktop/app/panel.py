@@ -118,6 +118,8 @@ class AgentPanel(ListWindow):
         self.header = QLabel(self)
         self.header.setObjectName("summary")
         self.header.setTextFormat(Qt.TextFormat.RichText)
+        # Wrapped: eight counts and a reset time are wider than a 600 px list (cut at "3 don").
+        self.header.setWordWrap(True)
         self.header.setToolTip("Click a count to show only those agents")
         self.header.linkActivated.connect(self._header_clicked)
         # Missions waiting for approval: above the agents, each with its Review button.

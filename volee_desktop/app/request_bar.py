@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPainter, QPaintEvent
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QStyle, QWidget
 
 from .attention import label, short
 from .choices import ALLOW, DENY, MAX_OPTIONS, PERMISSION, Choice
@@ -28,7 +28,10 @@ class ElidedLabel(QLabel):
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
         painter.setPen(self.palette().color(self.foregroundRole()))
-        flags = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
+        # On the leading side; the words read the way they are written (the "…" at their end).
+        painter.setLayoutDirection(Qt.LayoutDirection.LayoutDirectionAuto)
+        lead = QStyle.visualAlignment(self.layoutDirection(), Qt.AlignmentFlag.AlignLeft)
+        flags = lead | Qt.AlignmentFlag.AlignAbsolute | Qt.AlignmentFlag.AlignVCenter
         painter.drawText(self.contentsRect(), int(flags), self.painted_text())
 
 
