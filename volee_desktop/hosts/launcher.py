@@ -65,6 +65,14 @@ def _host_env() -> dict[str, str]:
     return env
 
 
+#: Held while a host's first process is forked and exec'd. Between ``setsid`` and ``exec``
+#: the child is a child of the daemon outside its session with the daemon's command line:
+#: to the daemon's search for what a gone host left behind (``daemon/agents/leftovers.py``,
+#: which holds this lock too) it looked like a leftover, and a resume right after a stop
+#: had its new host killed ("the host ... exited before starting").
+SPAWNING = threading.Lock()
+
+
 def launch_host(
     agent_id: str,
     argv: Sequence[str],
@@ -148,7 +156,7 @@ def launch_host(
     try:
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.fchmod(log_fd, 0o600)
-        with os.fdopen(log_fd, "ab") as log:
+        with os.fdopen(log_fd, "ab") as log, SPAWNING:
             proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.DEVNULL,

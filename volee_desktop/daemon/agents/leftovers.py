@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ...hosts import tree
+from ...hosts.launcher import SPAWNING
 
 log = logging.getLogger(__name__)
 
@@ -255,8 +256,9 @@ def end_leftovers(
         reap_strays(processes())
     ended: list[int] = []
     for _ in range(ROUNDS):
-        procs = processes()
-        chosen = choose(procs, dead, own_pid=os.getpid(), adopted=adopted, live_host=live_host)
+        with SPAWNING:  # no host half-way between fork and exec (hosts/launcher.py)
+            procs = processes()
+            chosen = choose(procs, dead, own_pid=os.getpid(), adopted=adopted, live_host=live_host)
         if not chosen:
             break
         ended += end(chosen, procs)
