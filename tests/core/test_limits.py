@@ -332,3 +332,10 @@ def test_the_plans_use_is_kept_and_a_share_outside_0_to_1_refused() -> None:
     assert when(r, ev.PlanUsed(at=T0, agent=A1, five_hour=1.5)) == "plan use 1.5 is outside 0..1"
     assert when(r, ev.PlanUsed(at=T0, agent=A1, seven_day=-0.1)) == "plan use -0.1 is outside 0..1"
     assert when(r, ev.PlanUsed(at=T0, agent=A1, five_hour=0.0, seven_day=0.0)) is None
+
+
+def test_the_first_retry_of_a_limit_is_a_retry() -> None:
+    r = given(registered(A1), state(A1, AgentState.WORKING))
+    assert when(r, hit(ended=False, attempt=1, attempts=10)) is None
+    assert r.agents[A1].limit is not None
+    assert r.agents[A1].limit.attempt == 1

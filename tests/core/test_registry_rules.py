@@ -310,3 +310,14 @@ def test_the_settings_the_person_confirmed_are_the_registrys() -> None:
     confirmed = {"claude.permission_mode": '"bypassPermissions"'}
     registry = given(ev.SettingsConfirmed(at=T0, settings=confirmed))
     assert registry.confirmed_settings == confirmed
+
+
+def test_a_fork_of_the_registry_keeps_the_settings_the_person_confirmed() -> None:
+    # A supervisor's decision is worked out on a fork: it must still know what the person
+    # confirmed, and its changes must not reach the registry it came from.
+    confirmed = {"claude.permission_mode": '"bypassPermissions"'}
+    registry = given(ev.SettingsConfirmed(at=T0, settings=confirmed))
+    fork = registry.fork()
+    assert fork.confirmed_settings == confirmed
+    fork.confirmed_settings["notify.needs_input"] = "false"
+    assert registry.confirmed_settings == confirmed
