@@ -2,7 +2,9 @@
 and the actions on their agents forwarded to their daemons.
 
 The local daemon owns the links (not the tray: the CLI, the tray and scripts all read one
-list, and a link lives as long as the daemon, with or without a desktop).  Each machine of
+list, and a link lives as long as the daemon, with or without a desktop), except where no local
+daemon runs (Windows, ``volee app --no-daemon``): there the app owns them, through the same
+``MachineRouter`` (``app/machines_only.py``).  Each machine of
 ``[machines]`` gets a ``MachineLink`` (``machinelink.py``).  This runner is ``Api``'s router:
 
 - ``agents.list``: this machine's agents (``machine`` null) and those of every other machine
