@@ -61,7 +61,8 @@ class PidLock:
                 raise self.held(pid, str(self.path))
             time.sleep(0.02)
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        os.lseek(fd, 0, os.SEEK_SET)  # not os.pwrite: Unix only (the app runs on Windows too)
+        os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
         return self
 

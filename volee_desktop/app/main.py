@@ -10,6 +10,9 @@
   so again later if the daemon it was a client of goes away;
 - the tray icon is shown and painted first (``first_frame.py``), then the link is made
   and the daemon embedded, in the same loop;
+- with ``local_daemon=False`` (``volee app --no-daemon``, and always on Windows) it neither
+  joins nor embeds a daemon: it keeps the links to the machines of ``[machines]`` itself
+  (``machines_only.py``, D-nolocal in docs/decisions.md);
 - Quit sets an asyncio.Event that ends ``amain`` (stopping the loop while a
   future is pending would raise); the embedded daemon stops, hosts and
   agents keep running.
@@ -66,6 +69,7 @@ def run_app(
     start_daemon: DaemonStarter | _Default | None = REAL,
     connect: Connector | None = None,
     options: Any = None,
+    local_daemon: bool = True,
 ) -> int:
     """Run the tray app until the person quits; the process exit status.
 
@@ -73,16 +77,22 @@ def run_app(
     (default: the real daemon, ``embed.run_embedded_daemon``; None: never
     embed one, only connect); ``connect()`` returns a ``DaemonLink`` or raises
     when no daemon answers (default: the local socket).  ``options`` is an
-    ``AppOptions`` (tests replace the terminal, the sinks, ...).
+    ``AppOptions`` (tests replace the terminal, the sinks, ...).  ``local_daemon=False``:
+    no daemon on this machine, the app's own links to the other machines instead.
     """
+    from volee_desktop.paths import dirs
+
+    paths = dirs()
+    if not local_daemon:
+        from .machines_only import connector
+
+        start_daemon = None
+        connect = connect or connector(paths.config_file)
     if isinstance(start_daemon, _Default):
         from .embed import run_embedded_daemon
 
         start_daemon = run_embedded_daemon
-    from volee_desktop.paths import dirs
-
     _setup_logging()
-    paths = dirs()
     from volee_desktop.pidlock import PidLock
 
     lock = PidLock(paths.app_lock, AlreadyRunning)
@@ -95,7 +105,7 @@ def run_app(
             print(f"volee: {exc}", file=sys.stderr)
         return 0
     try:
-        return _run(argv, start_daemon, connect or _default_connect(), options, paths)
+        return _run(argv, start_daemon, connect or _default_connect(), options, paths, local_daemon)
     finally:
         lock.release()
 
@@ -115,6 +125,7 @@ def _run(
     connect: Connector,
     options: Any,
     paths: Any,
+    local_daemon: bool = True,
 ) -> int:
     import qasync
     from PySide6.QtWidgets import QApplication
@@ -136,7 +147,9 @@ def _run(
     opts = options if options is not None else AppOptions(config_path=paths.config_file)
     controller = AppController(opts)
     app.setWindowIcon(controller.icons.app_icon())
-    session = AppSession(controller, connect, start_daemon, paths.runtime / "app.sock")
+    session = AppSession(
+        controller, connect, start_daemon, paths.runtime / "app.sock", local_daemon
+    )
     try:
         with loop:
             return int(loop.run_until_complete(session.run()))
@@ -149,6 +162,8 @@ def _wake_running(socket: Path) -> bool:
     """Ask the running app to show its list; False when it does not answer."""
     import socket as sk
 
+    if not hasattr(sk, "AF_UNIX"):  # Windows: no wake-up socket (see _listen_wake)
+        return False
     try:
         with sk.socket(sk.AF_UNIX, sk.SOCK_STREAM) as s:
             s.settimeout(2.0)
@@ -168,8 +183,10 @@ class AppSession:
         connect: Connector,
         start_daemon: DaemonStarter | None,
         wake_socket: Path | None = None,
+        local_daemon: bool = True,
     ) -> None:
         self.controller = controller
+        self.local_daemon = local_daemon
         self.connect = connect
         self.start_daemon = start_daemon
         self.wake_socket = wake_socket
@@ -223,13 +240,15 @@ class AppSession:
             try:
                 link = await self._connect_or_embed()
                 await self.controller.attach(link)
-                self.controller.daemon_where = (
-                    "inside the app" if self.embedded else "a separate process"
-                )
+                if not self.local_daemon:
+                    where = "none on this machine (the app reaches the other machines itself)"
+                else:
+                    where = "inside the app" if self.embedded else "a separate process"
+                self.controller.daemon_where = where
                 self.link = link
                 log.info(
                     "connected to the volee daemon (%s; %d agents)",
-                    "inside the app" if self.embedded else "a separate process",
+                    where,
                     len(self.controller.live.registry.agents),
                 )
                 return
@@ -335,6 +354,10 @@ class AppSession:
 
     async def _listen_wake(self) -> None:
         if self.wake_socket is None:
+            return
+        if not hasattr(asyncio, "start_unix_server"):
+            # Windows: no Unix socket; a second `volee app` only says that one runs.
+            log.info("no wake-up socket here: a second `volee` will only say it runs")
             return
         path = self.wake_socket
         with contextlib.suppress(OSError):

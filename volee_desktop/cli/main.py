@@ -38,6 +38,12 @@ def build_parser() -> VoleeParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("app", help="run the tray app in the foreground")
+    p.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help="no volee daemon on this machine: show the agents of the machines of "
+        "`volee machine ls` only (always so on Windows; docs/machines.md)",
+    )
     p.set_defaults(func=_dispatch_app)
     daemon.add_commands(sub)
     agents.add_commands(sub)
@@ -60,7 +66,10 @@ def _dispatch_app(args: argparse.Namespace) -> int:
         raise CliError(problem, 2)
     from ..app.main import run_app
 
-    return run_app(["volee"])  # argv[0]: the windows' WM_CLASS, matched to volee.desktop
+    # No daemon can run on Windows (PTYs, hooks): there the agents are a WSL machine's.
+    local = not getattr(args, "no_daemon", False) and sys.platform != "win32"
+    # argv[0]: the windows' WM_CLASS, matched to volee.desktop
+    return run_app(["volee"], local_daemon=local)
 
 
 def no_desktop(env: dict[str, str], platform: str) -> str | None:
@@ -100,10 +109,12 @@ def _failed(args: argparse.Namespace, message: str, status: int, code: str) -> i
 def main(argv: list[str]) -> int:
     """Run ``volee`` with ``argv``; returns the exit status."""
     target: Callable[[argparse.Namespace], None] | None = None
-    if argv in ([], ["app"]):
+    if argv in ([], ["app"], ["app", "--no-daemon"]):
         # `volee app` alone (the login item, the menu entry): what to run is known without
         # the parser, and building it imports every command group (issue 27: start-up).
-        args = argparse.Namespace(command="app", func=_dispatch_app)
+        args = argparse.Namespace(
+            command="app", func=_dispatch_app, no_daemon="--no-daemon" in argv
+        )
     else:
         from .machines import target
 

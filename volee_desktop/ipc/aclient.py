@@ -172,6 +172,10 @@ class AsyncClient:
             raise self._connection_lost(str(exc)) from exc
         finally:
             self._pending.pop(request_id, None)
+            if future.done() and not future.cancelled():
+                # Failed by the read loop's end while the write was still draining: that
+                # failure is the one raised here, not one for the loop to log as lost.
+                future.exception()
 
     def subscribe(self, name: str, *, max_queued: int = DEFAULT_MAX_QUEUED) -> Subscription:
         """A local iterator of the pushes named ``name`` (start it before the call)."""

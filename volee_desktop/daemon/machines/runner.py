@@ -2,7 +2,9 @@
 and the actions on their agents forwarded to their daemons.
 
 The local daemon owns the links (not the tray: the CLI, the tray and scripts all read one
-list, and a link lives as long as the daemon, with or without a desktop).  Each machine of
+list, and a link lives as long as the daemon, with or without a desktop), except where no local
+daemon runs (Windows, ``volee app --no-daemon``): there the app owns them, through the same
+``MachineRouter`` (``app/machines_only.py``).  Each machine of
 ``[machines]`` gets a ``MachineLink`` (``machinelink.py``).  This runner is ``Api``'s router:
 
 - ``agents.list``: this machine's agents (``machine`` null) and those of every other machine
@@ -36,12 +38,14 @@ from typing import Any, TypedDict
 
 from ... import __version__
 from ...config import load_config
+from ...core.registry import Registry
 from ...core.states import AgentState
 from ...ipc.caller import caller_of
 from ...ipc.methods import Method
 from ...ipc.protocol import PROTOCOL_VERSION
 from ...ipc.server import Connection
 from ...machines import Machine
+from ..clock import Clock
 from ..context import Context
 from ..errors import Forbidden, NotFound, Refused
 from ..params import NoParameters, Parameters, decoder, flag, text
@@ -53,7 +57,9 @@ from .targets import find_target
 
 log = logging.getLogger(__name__)
 
-Local = Callable[[Connection, str, dict[str, Any]], Awaitable[Any]]
+#: This machine's own handler of a method (the daemon's ``Api``; the app with no local daemon
+#: refuses what only one could do). Its first argument is the caller's connection.
+Local = Callable[[Any, str, dict[str, Any]], Awaitable[Any]]
 
 #: The methods on one agent that go to the agent's machine; how long each may take there.
 FORWARDED: dict[str, float] = {
@@ -163,23 +169,29 @@ class ReloadParams(Parameters, frozen=True, kw_only=True):
     wait: float | None = None
 
 
-class Machines:
-    """The links to the other machines, and the routing of requests to them."""
+class MachineRouter:
+    """The links to the other machines, and the routing of requests to them: what the daemon
+    (``Machines``) and the app without a local daemon (``app/machines_only.py``, D-nolocal in
+    docs/decisions.md) share.  ``here()`` is this machine's registry (empty in the app), and
+    ``spawn`` runs a background task."""
 
-    def __init__(self, ctx: Context, dial: Dialer | None = None) -> None:
-        self.ctx = ctx
-        self.dial = dial or dial_process
-        self.id = machine_id(ctx.dirs.state)
+    def __init__(
+        self,
+        clock: Clock,
+        dial: Dialer,
+        own_id: str,
+        here: Callable[[], Registry],
+        spawn: Callable[[Awaitable[Any], str], asyncio.Task[Any]],
+    ) -> None:
+        self.clock = clock
+        self.dial = dial
+        self.id = own_id
+        self.here = here
+        self.spawn = spawn
         self.links: dict[str, MachineLink] = {}
         self._tasks: dict[str, asyncio.Task[Any]] = {}
-        self.problems: list[str] = []
         #: Called when a link's state or registry changed (the feed pushes ``machines``).
         self.on_change: Callable[[], None] = lambda: None
-        ctx.methods.add(Method.MACHINE_HELLO, self.api_hello, decoder(NoParameters))
-        ctx.methods.add(Method.MACHINES_LIST, self.api_list, decoder(ListParams))
-        ctx.methods.add(Method.MACHINES_RELOAD, self.api_reload, decoder(ReloadParams))
-        ctx.status.add("machines", self.status)
-        ctx.closing.add(self.close)
 
     # --- the links --------------------------------------------------------------------------
 
@@ -190,16 +202,16 @@ class Machines:
             if machines.get(name) != link.machine:
                 self._tasks.pop(name).cancel()
                 del self.links[name]
-                self.ctx.tasks.spawn(link.close(), f"machine-close-{name}")
+                self.spawn(link.close(), f"machine-close-{name}")
                 self.on_change()
         for name, machine in machines.items():
             if name in self.links:
                 continue
-            link = MachineLink(machine, self.dial, self.ctx.clock, self._claim)
+            link = MachineLink(machine, self.dial, self.clock, self._claim)
             link.changed = self._changed
             self.links[name] = link
             self._changed()
-            self._tasks[name] = self.ctx.tasks.spawn(link.run(), f"machine-{name}")
+            self._tasks[name] = self.spawn(link.run(), f"machine-{name}")
 
     def _claim(self, link: MachineLink, machine_id: str) -> str | None:
         """Why ``link`` may not be the link to ``machine_id`` (None: it may)."""
@@ -232,23 +244,7 @@ class Machines:
         await asyncio.gather(*(link.close() for link in self.links.values()))
         self._tasks.clear()
 
-    def status(self) -> dict[str, Any]:
-        return {
-            "machine_id": self.id,
-            "machines": {name: link.state.reachable for name, link in self.links.items()},
-        }
-
     # --- methods ------------------------------------------------------------------------------
-
-    async def api_hello(self, _conn: Connection, _params: NoParameters) -> Hello:
-        """The handshake another machine's link starts with."""
-        return {
-            "version": __version__,
-            "protocol": PROTOCOL_VERSION,
-            "machine_id": self.id,
-            "host": socket.gethostname(),
-            "seq": self.ctx.service.registry.seq,
-        }
 
     def view(self, link: MachineLink) -> MachineView:
         """A machine as ``volee machine ls --json`` shows it."""
@@ -273,35 +269,10 @@ class Machines:
             "replays": state.replays,
         }
 
-    async def api_list(self, _conn: Connection, params: ListParams) -> list[MachineView]:
-        if params.retry:
-            for link in self.links.values():
-                if not link.state.reachable:
-                    link.wake()
-        return [self.view(link) for link in self.links.values()]
-
-    async def api_reload(self, _conn: Connection, params: ReloadParams) -> Reloaded:
-        """Read ``[machines]`` again; wait up to ``wait`` s for the new links' first try."""
-        loaded = load_config(self.ctx.dirs.config_file)
-        self.problems = [p for p in loaded.problems if "machines" in p]
-        self.start(loaded.config.machines)
-        given = params.wait if params.wait is not None and math.isfinite(params.wait) else 0.0
-        wait = min(MAX_WAIT, max(0.0, given))
-        fresh = [link for link in self.links.values() if not link.tried.is_set()]
-        if wait and fresh:
-            waits = [asyncio.ensure_future(link.tried.wait()) for link in fresh]
-            _done, pending = await asyncio.wait(waits, timeout=wait)
-            for waiter in pending:
-                waiter.cancel()
-        return {
-            "machines": [self.view(link) for link in self.links.values()],
-            "problems": self.problems,
-        }
-
     # --- routing (Api's router) -----------------------------------------------------------
 
     async def route(
-        self, conn: Connection, method: str, params: dict[str, Any], local: Local
+        self, conn: Connection | None, method: str, params: dict[str, Any], local: Local
     ) -> Any:
         """Serve ``method`` here (``local``) or on the machine its agent lives on."""
         if method == Method.AGENTS_LIST:
@@ -343,7 +314,7 @@ class Machines:
             return f"ssh -t {machine.ssh} {machine.volee} attach {agent}"
         return f"{machine.via} {machine.volee} attach {agent}"
 
-    def _person_only(self, conn: Connection, method: str, machine: str) -> None:
+    def _person_only(self, conn: Connection | None, method: str, machine: str) -> None:
         # On the other machine the bridge is the person: an agent here must not speak as them.
         if not caller_of(conn).is_person:
             raise Forbidden(
@@ -359,7 +330,7 @@ class Machines:
             return None
         return find_target(
             self.links,
-            self.ctx.service.registry,
+            self.here(),
             ref,
             lambda registry, r: resolve_agent(registry, r).id,
             things="agents",
@@ -374,7 +345,7 @@ class Machines:
         return result
 
     async def _mission(
-        self, conn: Connection, method: str, params: dict[str, Any], local: Local
+        self, conn: Connection | None, method: str, params: dict[str, Any], local: Local
     ) -> Any:
         """Every machine's missions (``missions.list``), or a method on one done where it is."""
         if method == Method.MISSIONS_LIST:
@@ -392,14 +363,14 @@ class Machines:
             link, agent = by_agent
             self._person_only(conn, method, link.name)
             return self._mark(await link.call(method, {**params, "agent": agent}, timeout), link)
-        found = missions.target(self.links, self.ctx.service.registry, ref)
+        found = missions.target(self.links, self.here(), ref)
         if found is None:
             return await local(conn, method, params)
         link, mission = found
         self._person_only(conn, method, link.name)
         return self._mark(await link.call(method, {**params, "mission": mission}, timeout), link)
 
-    async def _list(self, conn: Connection, params: dict[str, Any], local: Local) -> Any:
+    async def _list(self, conn: Connection | None, params: dict[str, Any], local: Local) -> Any:
         here = await local(conn, Method.AGENTS_LIST, params)
         views: list[dict[str, Any]] = [
             {**view, "machine": None, "reachable": True} for view in here
@@ -413,3 +384,64 @@ class Machines:
                     {**agent_view(agent), "machine": link.name, "reachable": link.state.reachable}
                 )
         return sorted(views, key=_urgency)
+
+
+class Machines(MachineRouter):
+    """The daemon's links to the other machines (its ``Api`` router) and their methods."""
+
+    def __init__(self, ctx: Context, dial: Dialer | None = None) -> None:
+        super().__init__(
+            ctx.clock,
+            dial or dial_process,
+            machine_id(ctx.dirs.state),
+            lambda: ctx.service.registry,
+            ctx.tasks.spawn,
+        )
+        self.ctx = ctx
+        self.problems: list[str] = []
+        ctx.methods.add(Method.MACHINE_HELLO, self.api_hello, decoder(NoParameters))
+        ctx.methods.add(Method.MACHINES_LIST, self.api_list, decoder(ListParams))
+        ctx.methods.add(Method.MACHINES_RELOAD, self.api_reload, decoder(ReloadParams))
+        ctx.status.add("machines", self.status)
+        ctx.closing.add(self.close)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "machine_id": self.id,
+            "machines": {name: link.state.reachable for name, link in self.links.items()},
+        }
+
+    async def api_hello(self, _conn: Connection, _params: NoParameters) -> Hello:
+        """The handshake another machine's link starts with."""
+        return {
+            "version": __version__,
+            "protocol": PROTOCOL_VERSION,
+            "machine_id": self.id,
+            "host": socket.gethostname(),
+            "seq": self.ctx.service.registry.seq,
+        }
+
+    async def api_list(self, _conn: Connection, params: ListParams) -> list[MachineView]:
+        if params.retry:
+            for link in self.links.values():
+                if not link.state.reachable:
+                    link.wake()
+        return [self.view(link) for link in self.links.values()]
+
+    async def api_reload(self, _conn: Connection, params: ReloadParams) -> Reloaded:
+        """Read ``[machines]`` again; wait up to ``wait`` s for the new links' first try."""
+        loaded = load_config(self.ctx.dirs.config_file)
+        self.problems = [p for p in loaded.problems if "machines" in p]
+        self.start(loaded.config.machines)
+        given = params.wait if params.wait is not None and math.isfinite(params.wait) else 0.0
+        wait = min(MAX_WAIT, max(0.0, given))
+        fresh = [link for link in self.links.values() if not link.tried.is_set()]
+        if wait and fresh:
+            waits = [asyncio.ensure_future(link.tried.wait()) for link in fresh]
+            _done, pending = await asyncio.wait(waits, timeout=wait)
+            for waiter in pending:
+                waiter.cancel()
+        return {
+            "machines": [self.view(link) for link in self.links.values()],
+            "problems": self.problems,
+        }
