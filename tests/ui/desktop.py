@@ -52,6 +52,45 @@ DUNSTRC = """\
 """
 
 
+def xvfb(width: int, height: int) -> tuple[subprocess.Popen[bytes], str]:
+    """Xvfb on a display it picks itself (``-displayfd``): its process and the number it
+    reported ("" if it reported none)."""
+    read, write = os.pipe()
+    server = subprocess.Popen(
+        [
+            "Xvfb",
+            "-displayfd",
+            str(write),
+            "-screen",
+            "0",
+            f"{width}x{height}x24",
+            "-nolisten",
+            "tcp",
+        ],
+        pass_fds=(write,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    os.close(write)
+    with os.fdopen(read) as fh:
+        return server, fh.readline().strip()
+
+
+def session_bus() -> tuple[subprocess.Popen[bytes], str]:
+    """A private D-Bus session bus in a session of its own: its process and its address."""
+    bus = subprocess.Popen(
+        ["dbus-daemon", "--session", "--nofork", "--print-address=1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    assert bus.stdout is not None
+    address = bus.stdout.readline().decode().strip()
+    bus.stdout.close()
+    return bus, address
+
+
 def missing() -> list[str]:
     return [name for name in NEEDED if shutil.which(name) is None]
 
@@ -78,41 +117,14 @@ class Desktop:
         self.width, self.height = width, height
         self.children: list[subprocess.Popen[bytes]] = []
         self.procs: list[procs.Proc] = []
-        read, write = os.pipe()
-        xvfb = subprocess.Popen(
-            [
-                "Xvfb",
-                "-displayfd",
-                str(write),
-                "-screen",
-                "0",
-                f"{width}x{height}x24",
-                "-nolisten",
-                "tcp",
-            ],
-            pass_fds=(write,),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        os.close(write)
-        self.children.append(xvfb)
-        with os.fdopen(read) as fh:
-            number = fh.readline().strip()
+        server, number = xvfb(width, height)
+        self.children.append(server)
         if not number:
             self.close()
             raise RuntimeError("Xvfb did not report a display number")
         self.display = f":{number}"
-        bus = subprocess.Popen(
-            ["dbus-daemon", "--session", "--nofork", "--print-address=1"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        bus, self.bus = session_bus()
         self.children.append(bus)
-        assert bus.stdout is not None
-        self.bus = bus.stdout.readline().decode().strip()
-        bus.stdout.close()
         self.env = dict(os.environ)
         self.env.update(
             DISPLAY=self.display,

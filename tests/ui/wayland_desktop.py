@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import procs
-from .desktop import poll
+from .desktop import poll, session_bus
 
 NEEDED = ("sway", "swaymsg", "waybar", "mako", "makoctl", "grim", "gdbus", "dbus-daemon")
 WIDTH, HEIGHT = 1280, 800
@@ -55,16 +55,8 @@ class WaylandDesktop:
         self.runtime.mkdir(mode=0o700)
         self.children: list[subprocess.Popen[bytes]] = []
         self.bars: list[subprocess.Popen[bytes]] = []
-        bus = subprocess.Popen(
-            ["dbus-daemon", "--session", "--nofork", "--print-address=1"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        bus, self.bus = session_bus()
         self.children.append(bus)
-        assert bus.stdout is not None
-        self.bus = bus.stdout.readline().decode().strip()
-        bus.stdout.close()
         try:
             self._start_sway()
             if bar:

@@ -19,7 +19,7 @@ from pathlib import Path
 from PySide6.QtGui import QImage
 
 from . import procs
-from .desktop import poll
+from .desktop import poll, session_bus, xvfb
 
 NOTIFYD = "/usr/lib/x86_64-linux-gnu/xfce4/notifyd/xfce4-notifyd"
 NEEDED = ("Xvfb", "dbus-daemon", "xfce4-panel", "openbox", "xdotool", "xwininfo", "import")
@@ -40,37 +40,10 @@ class XfceDesktop:
     def __init__(self, panel: bool = True) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="vf", dir="/tmp"))
         self.children: list[subprocess.Popen[bytes]] = []
-        read, write = os.pipe()
-        xvfb = subprocess.Popen(
-            [
-                "Xvfb",
-                "-displayfd",
-                str(write),
-                "-screen",
-                "0",
-                f"{WIDTH}x{HEIGHT}x24",
-                "-nolisten",
-                "tcp",
-            ],
-            pass_fds=(write,),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        os.close(write)
-        self.children.append(xvfb)
-        with os.fdopen(read) as fh:
-            number = fh.readline().strip()
-        bus = subprocess.Popen(
-            ["dbus-daemon", "--session", "--nofork", "--print-address=1"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        server, number = xvfb(WIDTH, HEIGHT)
+        self.children.append(server)
+        bus, self.bus = session_bus()
         self.children.append(bus)
-        assert bus.stdout is not None
-        self.bus = bus.stdout.readline().decode().strip()
-        bus.stdout.close()
         self.env = dict(os.environ)
         for name in ("WAYLAND_DISPLAY", "SWAYSOCK", "SESSION_MANAGER"):
             self.env.pop(name, None)
