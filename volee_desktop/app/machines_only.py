@@ -89,9 +89,7 @@ class MachinesOnlyLink:
             return [self.router.view(link) for link in self.router.links.values()]
         try:
             return await self.router.route(None, method, params, self._local)
-        except IpcError as exc:
-            raise LinkError(f"{method}: {exc}") from exc
-        except DaemonError as exc:
+        except (IpcError, DaemonError) as exc:
             raise LinkError(f"{method}: {exc}") from exc
 
     async def subscribe(self, listener: LinkListener, since: int | None = None) -> None:
