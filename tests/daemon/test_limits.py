@@ -4,6 +4,8 @@ with real hosts and the fake claude, on a fake clock."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import shutil
 import tempfile
 import time
@@ -20,7 +22,12 @@ from tests.polling import until
 from volee_desktop.core import events as ev
 from volee_desktop.core.model import VOLEE, LimitKind
 from volee_desktop.core.states import AgentState
-from volee_desktop.daemon.agents.limits import ContinueParams, local_clock, reset_time
+from volee_desktop.daemon.agents.limits import (
+    LOOK_EVERY,
+    ContinueParams,
+    local_clock,
+    reset_time,
+)
 from volee_desktop.daemon.main import Daemon
 from volee_desktop.daemon.params import decode
 from volee_desktop.harness import claude
@@ -327,3 +334,86 @@ async def test_a_retry_line_redrawn_as_the_error_before_it_was_read_still_names_
     )
     assert (ended.kind, ended.resets_at, ended.ended) == (LimitKind.FIVE_HOUR, resets, True)
     assert agent(daemon, a.id).state is AgentState.IDLE
+
+
+def recorded_output(name: str) -> list[bytes]:
+    """The PTY reads of a recording in tests/harness/samples/limits (one per line, base64)."""
+    path = Path(__file__).parent.parent / "harness" / "samples" / "limits" / name
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return [base64.b64decode(line["data"]) for line in lines if "data" in line]
+
+
+@pytest.mark.timeout(60)
+async def test_a_retry_line_whose_first_read_failed_is_read_again_from_the_cells_redrawn(
+    daemon: Daemon, project: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Seen in CI (tests/e2e/test_limits_claude.py): Claude Code 2.1.332 draws its retry line
+    # whole once ("retrying" is in its output once), then redraws only the cells that change
+    # ("in 2s (9:46pm) · attempt 2/4"). When the one read of the screen that "retrying"
+    # started found nothing, no later output started another: the turn ended as a bare "rate"
+    # limit with no reset, and the test waited for "five_hour".
+    a = await spawn(daemon, project, "hello")
+    await until(lambda: agent(daemon, a.id).state is AgentState.DONE, what="its first turn")
+    await daemon.service.commit(
+        [ev.StateChanged(at=clock.now(), agent=a.id, state=AgentState.WORKING, progress=False)]
+    )
+    limits = daemon.limits
+    screens = limits.screens
+    real_snapshot = screens.snapshot
+    reads: list[str] = []
+
+    async def snapshot(agent_id: str) -> Any:
+        reads.append(agent_id)
+        return None if len(reads) == 1 else await real_snapshot(agent_id)  # the host was busy
+
+    monkeypatch.setattr(screens, "snapshot", snapshot)
+    chunks = recorded_output("claude-2.1.332-five_hour-output.jsonl")
+    first = next(i for i, data in enumerate(chunks) if b"retrying" in data)
+    assert not any(b"retrying" in data for data in chunks[first + 1 :])  # drawn whole once
+    for data in chunks[: first + 1]:
+        screens.output(a.id, data)
+    await until(lambda: reads, what="the first look")
+    assert agent(daemon, a.id).limit is None
+    screens.output(a.id, chunks[first + 1])  # "… · attempt 1/4": retrying…, in flight
+    screens.output(a.id, chunks[first + 2])  # " in 2s (9:46pm) · attempt 2/4"
+
+    def read_again() -> Any:
+        clock.advance(LOOK_EVERY)  # a look waits a second after the last one
+        return agent(daemon, a.id).limit
+
+    seen = await until(read_again, what="the retry read again")
+    assert seen.kind is LimitKind.FIVE_HOUR
+    assert not seen.ended
+    assert seen.resets_at == reset_time("9:46pm", clock.now())
+    assert agent(daemon, a.id).detail.startswith("retrying: 5-hour limit, attempt"), agent(
+        daemon, a.id
+    ).detail
+
+
+@pytest.mark.timeout(60)
+async def test_a_turn_that_ended_no_longer_has_its_output_read_for_a_retry(
+    daemon: Daemon, project: Path, clock: FakeClock
+) -> None:
+    # A turn that retried (an overload) and then went on to its end: its later output is no
+    # longer read as text or looked at on screen.
+    a = await spawn(daemon, project, "hello")
+    await until(lambda: agent(daemon, a.id).state is AgentState.DONE, what="its first turn")
+    await daemon.service.commit(
+        [ev.StateChanged(at=clock.now(), agent=a.id, state=AgentState.WORKING, progress=False)]
+    )
+    limits = daemon.limits
+    limits.screens.output(a.id, "\r\n✻ API error · retrying in 1s · attempt 1/4\r\n".encode())
+    assert a.id in limits._claude_tail
+    await daemon.service.commit(
+        [ev.StateChanged(at=clock.now(), agent=a.id, state=AgentState.DONE, detail="done")]
+    )
+    assert a.id not in limits._claude_tail
+
+    def looked() -> bool:
+        clock.advance(LOOK_EVERY)  # a look started by its output may wait its second
+        return a.id not in limits._looking
+
+    await until(looked, what="the look")
+    limits.screens.output(a.id, b"\x1b[5;3Hsome answer")
+    assert a.id not in limits._looking
+    assert a.id not in limits._claude_tail

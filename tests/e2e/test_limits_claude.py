@@ -60,10 +60,15 @@ def test_agents_stopped_by_the_plans_limit_are_continued_once_after_the_reset(
     )
     print("while retrying:", retrying["state"], retrying["detail"], retrying["limit"])
 
-    # Then each is limited: alive at its prompt (idle), the limit and its reset known.
+    # Then each is limited: alive at its prompt (idle), the limit and its reset known. (Where
+    # the StopFailure's bare "rate_limit" came before the daemon read the retry, the limit
+    # ended as "rate" and takes the line's kind and reset a moment later: wait for the reset.)
     for name in NAMES:
         agent = volee.wait(
-            name, lambda a: bool(a["limit"] and a["limit"]["ended"]), "the limit", 60
+            name,
+            lambda a: bool(a["limit"] and a["limit"]["ended"] and a["limit"]["resets_at"]),
+            "the limit and its reset",
+            60,
         )
         assert agent["state"] == "idle"
         assert agent["limit"]["kind"] == "five_hour"

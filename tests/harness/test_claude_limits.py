@@ -82,6 +82,12 @@ def test_other_retry_lines(line: str, kind: LimitKind | None) -> None:
     assert (seen.kind if seen else None) is kind
 
 
+def test_a_retry_in_flight_shows_no_countdown_and_still_names_the_limit() -> None:
+    # 2.1.332 while the retry's request runs (tests/harness/samples/limits/*-output.jsonl).
+    line = "✻ 5-hour limit reached · retrying… · attempt 1/4"
+    assert screen_retry(["❯ hello", line]) == ScreenRetry(LimitKind.FIVE_HOUR, 1, 4, None)
+
+
 def test_a_screen_that_gave_up_shows_no_retry() -> None:
     assert screen_retry(screen("five_hour", 2)) is None
     assert screen_retry(screen("retry_after_long")) is None

@@ -445,9 +445,10 @@ def claude_style_events(
 
 #: While Claude Code retries: "✻ 5-hour limit reached · retrying in 4s (10:50pm) · attempt
 #: 4/10", "✻ 529 Overloaded · retrying in 7s · attempt 5/10" (the clock time, when shown, is
-#: when the plan's limit resets, in local time).
+#: when the plan's limit resets, in local time). While the retry's request is in flight the
+#: line reads "✻ 5-hour limit reached · retrying… · attempt 1/4" (no countdown, no clock).
 _RETRY = re.compile(
-    r"(?P<what>[^·✻●]*?)\s*·\s*retrying in \d+\s*s(?:\s*\((?P<clock>[^)]*)\))?"
+    r"(?P<what>[^·✻●]*?)\s*·\s*retrying(?:\s+in\s+\d+\s*s|\s*…)(?:\s*\((?P<clock>[^)]*)\))?"
     r"\s*·\s*attempt (?P<attempt>\d+)\s*/\s*(?P<attempts>\d+)"
 )
 #: Claude Code's own automatic continue (claude.ai logins, ``autoContinueAtUsageLimit``):

@@ -55,6 +55,8 @@ CODEX_TAIL = 4096
 UNSEEN_TURN = frozenset(
     {AgentState.WORKING, AgentState.LAUNCHING, AgentState.IDLE, AgentState.DONE}
 )
+#: The states of a turn that runs (its retry line read on any output); any other ends it.
+TURN_RUNS = frozenset({AgentState.WORKING, AgentState.LAUNCHING})
 _ESCAPES = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>78]")
 _CLOCK = re.compile(
     r"^(?:(?P<month>[A-Za-z]{3})\s+(?P<day>\d{1,2}),?\s+)?(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?"
@@ -192,6 +194,12 @@ class Limits:
             if isinstance(event, ev.AgentForgotten):
                 self._looked.pop(event.agent, None)
                 self._codex_tail.pop(event.agent, None)
+        elif isinstance(event, ev.StateChanged) and event.state not in TURN_RUNS:
+            # The turn ended (or waits on the person): its retry line is no longer read. What
+            # the line said stays for the limit a StopFailure's "idle" is about to record.
+            self._claude_tail.pop(event.agent, None)
+            if event.state is not AgentState.IDLE:
+                self._retried.pop(event.agent, None)
         if isinstance(
             event,
             ev.LimitHit
@@ -299,7 +307,13 @@ class Limits:
             self._claude_output(agent_id, data)
         if agent.state not in UNSEEN_TURN:
             return
-        if b"retrying" not in data or agent_id in self._looking:
+        # Claude Code redraws only the cells that change: "retrying" is in its output once per
+        # retry line, the next attempts (and the limit's name, after a first "API error ·
+        # retrying") come as bare cells. A turn seen retrying has its screen read again on any
+        # output (at most every LOOK_EVERY), until the turn ends.
+        if b"retrying" not in data and agent_id not in self._claude_tail:
+            return
+        if agent_id in self._looking:
             return
         self._looking.add(agent_id)
         self.tasks.spawn(self._look(agent_id, agent.state), f"limits-look-{agent_id}")
@@ -365,6 +379,9 @@ class Limits:
                 return
             now = self.clock.now()
             resets = reset_time(seen.clock, now) if seen.clock else None
+            old = agent.limit
+            if resets is None and old is not None and old.kind is seen.kind:
+                resets = old.resets_at  # "retrying… · attempt 2/4" (in flight) shows no clock
             if rules.waits(agent):
                 await self._ended_before_read(agent, seen.kind, resets, now)
                 return
@@ -373,7 +390,6 @@ class Limits:
                 return
             # Working, or a turn whose UserPromptSubmit the daemon has not taken yet (the line
             # came while the agent was launching, idle or done, and no hook since): it works.
-            old = agent.limit
             if (
                 old is not None
                 and not old.ended
