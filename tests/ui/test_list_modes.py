@@ -4,12 +4,14 @@ needs you, the header's counts, keyboard jumps, remembered size and modes, row t
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtGui import QFontMetrics, QTextDocument
+from PySide6.QtWidgets import QLabel, QPushButton
 
 from tests.fakes.app_link import World
 from volee_desktop.app.action_bar import ACTIONS
@@ -201,8 +203,8 @@ def test_header_counts_filter_to_their_state(controller: Any, world: World, qtbo
     panel.show()
     qtbot.waitExposed(panel)
     header = panel.header.text()
-    assert '<a href="state:working">2 working</a>' in header
-    assert '<a href="state:needs-input">1 needs you</a>' in header
+    assert '<a href="state:working">2&nbsp;working</a>' in header
+    assert '<a href="state:needs-input">1&nbsp;needs&nbsp;you</a>' in header
     panel.header.linkActivated.emit("state:working")
     assert rows_text(panel) == [
         "gone-1",
@@ -212,7 +214,7 @@ def test_header_counts_filter_to_their_state(controller: Any, world: World, qtbo
         "web-broke",
     ]
     assert "only working agents (2 of 6)" in panel.filter_label.text()
-    assert "<b>2 working</b>" in panel.header.text()
+    assert "<b>2&nbsp;working</b>" in panel.header.text()
     # Clicking it again, or Escape, shows everyone.
     panel.header.linkActivated.emit("state:working")
     assert len(panel.visible_ids()) == 6
@@ -361,9 +363,32 @@ def test_long_details_elide_in_the_middle(controller: Any, world: World, qtbot: 
 def test_summary_links_leave_other_words_alone() -> None:
     text = "1 mission to approve · 2 need you · 1 interrupted · notifications paused"
     out = summary_links(text)
-    assert '<a href="state:needs-input">2 need you</a>' in out
-    assert "1 mission to approve" in out
+    assert '<a href="state:needs-input">2&nbsp;need&nbsp;you</a>' in out
+    assert "1&nbsp;mission to approve" in out
     assert "href" not in out.split("·")[0]
+
+
+def test_a_wrapped_header_never_breaks_a_count_from_its_word(qtbot: Any) -> None:
+    # Issue 28's 1.5x run: the header wrapped as "… · 3" / "done" once it had room for "3".
+    text = "1 mission to approve · 2 need you · 40 working · 3 done · 12 idle"
+    label = QLabel(summary_links(text))
+    label.setWordWrap(True)
+    qtbot.addWidget(label)
+    document = QTextDocument()
+    document.setDefaultFont(label.font())
+    document.setHtml(label.text())
+    # Every width from the widest count (narrower, Qt must break inside a word).
+    widest = QFontMetrics(label.font()).horizontalAdvance("2 need you · ") + 8
+    for width in range(widest, 600, 5):
+        document.setTextWidth(width)
+        document.size()  # lays it out
+        layout = document.firstBlock().layout()
+        block = document.firstBlock().text()
+        lines = [layout.lineAt(i) for i in range(layout.lineCount())]
+        for line in lines:
+            shown = block[line.textStart() : line.textStart() + line.textLength()].strip()
+            assert not re.match(r"^(need|mission|working|done|idle|you)", shown), (width, shown)
+            assert not re.search(r"\d$", shown), (width, shown)
 
 
 def test_many_events_with_the_list_grouped_are_one_rebuild(

@@ -284,6 +284,9 @@ _COUNT_STATE = {
 }
 
 
+_LEADING_COUNT = re.compile(r"^(\d+) ")
+
+
 def summary_links(text: str, active: AgentState | None = None) -> str:
     """The header's summary as rich text: each count of agents in a state is a link
     (``state:<state>``) that filters the list to it; the active filter's count is bold."""
@@ -293,10 +296,11 @@ def summary_links(text: str, active: AgentState | None = None) -> str:
         for part in line.split(" · "):
             match = _COUNT.match(part)
             if match is None:
-                parts.append(html.escape(part))
+                # A wrapped header breaks between parts, never between a count and its word.
+                parts.append(_LEADING_COUNT.sub("\\1&nbsp;", html.escape(part)))
                 continue
             state = _COUNT_STATE[match.group(2)]
-            words = html.escape(part)
+            words = html.escape(part).replace(" ", "&nbsp;")
             if state is active:
                 words = f"<b>{words}</b>"
             parts.append(f'<a href="state:{state.value}">{words}</a>')
