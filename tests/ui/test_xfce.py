@@ -150,3 +150,35 @@ def test_xfce4_panel_started_after_volee_takes_its_icon(volee_home: Path) -> Non
             app.kill()
     finally:
         late.close()
+
+
+def test_xfce4_panel_restarted_while_volee_runs_shows_the_icon_again(volee_home: Path) -> None:
+    # A panel that crashed and came back (or `xfce4-panel -r`): its new watcher never had the
+    # item; the icon must come back without restarting volee.
+    absent = xd.missing()
+    if absent:
+        pytest.skip(f"xfce tests need {', '.join(absent)}")
+    desktop = xd.XfceDesktop()
+    try:
+        app = xd.app_proc(desktop, volee_home)
+        try:
+            app.wait_line(r"connected to the volee daemon", LOADED)
+
+            def icon() -> tuple[int, int, int, int] | None:
+                return desktop.new_in_bar(desktop.screenshot(ARTIFACTS / "xfce-restart-1.png"))
+
+            poll("the icon in the first panel", icon, LOADED)
+            desktop.stop_panel()
+            desktop.start_panel(baseline=False)  # compared with the panel before volee
+
+            def again() -> tuple[int, int, int, int] | None:
+                return desktop.new_in_bar(desktop.screenshot(ARTIFACTS / "xfce-restart-2.png"))
+
+            found = poll("the icon in the restarted panel", again, LOADED)
+            assert isinstance(found, tuple)
+            assert found[2] >= 16, found
+            assert app.popen.poll() is None, "volee did not live through the panel's restart"
+        finally:
+            app.kill()
+    finally:
+        desktop.close()

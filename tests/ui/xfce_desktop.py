@@ -40,6 +40,7 @@ class XfceDesktop:
     def __init__(self, panel: bool = True) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="vf", dir="/tmp"))
         self.children: list[subprocess.Popen[bytes]] = []
+        self.panel: subprocess.Popen[bytes] | None = None
         server, number = xvfb(WIDTH, HEIGHT)
         self.children.append(server)
         bus, self.bus = session_bus()
@@ -73,16 +74,29 @@ class XfceDesktop:
         self.children.append(child)
         return child
 
-    def start_panel(self) -> None:
-        """xfce4-panel with its default layout; its systray plugin owns the watcher."""
-        self._spawn(["xfce4-panel"])
+    def start_panel(self, baseline: bool = True) -> None:
+        """xfce4-panel with its default layout; its systray plugin owns the watcher. With
+        ``baseline``, the panel as drawn then is what ``new_in_bar`` compares with."""
+        self.panel = self._spawn(["xfce4-panel"])
         poll(
             "xfce4-panel's StatusNotifierWatcher",
             lambda: self.has_name("org.kde.StatusNotifierWatcher"),
             timeout=30,
         )
         poll("the panel drawn", lambda: self._drawn_bar(), timeout=20)
-        self.screenshot(self.before)
+        if baseline:
+            self.screenshot(self.before)
+
+    def stop_panel(self) -> None:
+        """End xfce4-panel (its watcher goes with it), as a panel that crashed."""
+        assert self.panel is not None, "no panel was started"
+        self.panel.kill()
+        self.panel.wait(10)
+        poll(
+            "the watcher gone with the panel",
+            lambda: not self.has_name("org.kde.StatusNotifierWatcher"),
+            timeout=20,
+        )
 
     def _drawn_bar(self) -> bool:
         shot = self.screenshot(self.dir / "bar.png")
