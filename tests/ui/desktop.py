@@ -117,6 +117,7 @@ class Desktop:
         self.width, self.height = width, height
         self.children: list[subprocess.Popen[bytes]] = []
         self.procs: list[procs.Proc] = []
+        self.trayer: subprocess.Popen[bytes] | None = None
         server, number = xvfb(width, height)
         self.children.append(server)
         if not number:
@@ -192,6 +193,7 @@ class Desktop:
             trayer = self.spawn(argv)
             try:
                 poll("the trayer panel", lambda: self.panel() is not None, timeout=15)
+                self.trayer = trayer
                 return
             except AssertionError:
                 state = f"exited {trayer.returncode}" if trayer.poll() is not None else "running"
@@ -201,6 +203,14 @@ class Desktop:
                         f"trayer showed no panel on {self.display} ({state}): {log}"
                     ) from None
                 trayer.kill()
+
+    def stop_trayer(self) -> None:
+        """End trayer (the tray selection's owner), as a panel that crashed."""
+        assert self.trayer is not None, "no trayer was started"
+        self.trayer.kill()
+        self.trayer.wait(10)
+        self.trayer = None
+        poll("the trayer panel gone", lambda: self.panel() is None, timeout=15)
 
     def dunst_up(self) -> bool:
         done = subprocess.run(

@@ -178,6 +178,31 @@ def test_the_app_started_before_the_panel_moves_into_its_tray(volee_home: Path) 
         late.close()
 
 
+def test_trayer_restarted_while_volee_runs_takes_the_icon_again(volee_home: Path) -> None:
+    # The panel crashed and came back: the new owner of the tray selection gets volee's icon
+    # (Qt docks again when a manager announces itself), and a click on it opens the list.
+    absent = dt.missing()
+    if absent:
+        pytest.skip(f"real-X tests need {', '.join(absent)}")
+    desktop = dt.Desktop()
+    try:
+        app = dt.app_proc(desktop, volee_home)
+        try:
+            app.wait_line(r"connected to the volee daemon", LOADED)
+            desktop.settled_tray_icon(timeout=LOADED)
+            desktop.stop_trayer()
+            desktop.start_trayer()
+            x, y, w, h = desktop.settled_tray_icon(timeout=LOADED)
+            desktop.screenshot(ARTIFACTS / "realx-trayer-restarted.png")
+            desktop.click(x + w // 2, y + h // 2)
+            app.wait_line(r"agent list shown", LOADED)
+            assert app.popen.poll() is None
+        finally:
+            app.kill()
+    finally:
+        desktop.close()
+
+
 def test_display_is_private(desktop: dt.Desktop) -> None:
     assert desktop.display != os.environ.get("DISPLAY")
 
