@@ -310,9 +310,15 @@ def test_waybar_started_after_volee_takes_its_icon(volee_home: Path) -> None:
             app.wait_line(r"moved into the system tray", LOADED)
             late.item()
             poll("the window gone", lambda: late.window("Agents") is None, LOADED)
-            time.sleep(1)  # waybar draws the new item
-            shot = late.screenshot(ARTIFACTS / "waybar-tray-came-late.png")
-            assert colours(shot, *TRAY) > 8, "no icon drawn in waybar's tray"
+            # waybar draws the new item once it has read its properties (later under load).
+            shot = ARTIFACTS / "waybar-tray-came-late.png"
+            try:
+                poll("the icon drawn", lambda: colours(late.screenshot(shot), *TRAY) > 8, LOADED)
+            except AssertionError:
+                raise AssertionError(
+                    f"no icon drawn in waybar's tray; the item answers {late.item_props()}; "
+                    f"waybar's log: {late.bar_log()}"
+                ) from None
             # Its menu is on D-Bus now: Open, never Allow (decided again once it moved).
             layout = late.menu_layout()
             labels = [str(e.get("label", "")) for e in wd.entries(layout)]

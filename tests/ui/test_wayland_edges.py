@@ -71,7 +71,14 @@ def test_a_second_waybar_taking_the_watcher_over_gets_the_icon_too(
                 for y in bars
             )
 
-        poll("the icon drawn in both bars", both, LOADED)
+        try:
+            poll("the icon drawn in both bars", both, LOADED)
+        except AssertionError:
+            raise AssertionError(
+                f"the icon is not drawn in both bars; volee's log: {app.lines[-15:]}; "
+                f"the items {sway.items()}; the item answers {sway.item_props()}; "
+                f"waybar's log: {sway.bar_log()}"
+            ) from None
         assert sway.items(), "the new watcher has no item"
         app.wait_line(r"the tray item registered again \(1\)", LOADED)
         # The menu works through the new watcher's item.

@@ -268,6 +268,19 @@ class WaylandDesktop:
         data = json.loads(self.run("makoctl", "list"))["data"][0]
         return [{k: v["data"] for k, v in card.items()} for card in data]
 
+    def bar_log(self) -> str:
+        """The end of waybar's log (all bars started write to one), for a failure's message."""
+        path = self.dir / "waybar.log"
+        return path.read_text(errors="replace")[-3000:] if path.exists() else "(no waybar log)"
+
+    def item_props(self) -> str:
+        """What volee's item answers to GetAll now (or the error), for a failure's message."""
+        try:
+            service, path = self.item()
+            return self.call(service, path, "org.freedesktop.DBus.Properties.GetAll", ITEM)[:600]
+        except (AssertionError, subprocess.SubprocessError) as exc:
+            return f"(no answer: {exc})"
+
     def close(self) -> None:
         for child in reversed(self.children):
             if child.poll() is None:
