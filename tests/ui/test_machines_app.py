@@ -265,3 +265,21 @@ def test_an_unreachable_machines_rows_lose_their_state_colour(
     panel.view.viewport().update()
     qtbot.waitUntil(lambda: bar() != colour, timeout=3000)
     assert bar().saturation() < 40  # grey, not another state's colour
+
+
+def test_the_status_line_names_a_remote_agent_by_its_name_not_its_id(
+    controller: Any, link: FakeDaemonLink
+) -> None:
+    # The new-user trial (docs/trials/issue-24.md) saw "Allowed ag_01M8…: Bash: …" after an
+    # Allow on devbox's agent: its name lives in devbox's registry, not in this one's names.
+    from volee_desktop.app import feedback
+
+    devbox = Devbox(link)
+    asker = devbox.world.agent("asker", AgentState.WORKING)
+    devbox.world.ask(asker)
+    devbox.push()
+    params = {"agent": asker}
+    done = feedback.done_text(Method.AGENTS_ALLOW, params, controller.live.registry)
+    assert done == "Allowed asker: Bash (its input was not given)."
+    failed = feedback.failed_text(Method.AGENTS_ALLOW, params, controller.live.registry)
+    assert failed == "asker was not answered"

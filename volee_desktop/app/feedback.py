@@ -51,7 +51,8 @@ def _names(method: str, params: dict[str, Any], registry: Registry) -> dict[str,
     agent = registry.agents.get(agent_id)
     request = agent.request.summary if agent is not None and agent.request is not None else ""
     return {
-        "name": registry.name_of(agent_id) or agent_id,
+        # Another machine's agent is in ``agents`` but not in this registry's ``names``.
+        "name": registry.name_of(agent_id) or (agent.name if agent is not None else agent_id),
         "request": short(request, 60) or "its request",
     }
 
