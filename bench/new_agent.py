@@ -27,9 +27,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from ui.fakes import FakeDaemonLink, World  # noqa: E402
+from tests.fakes.app_link import FakeDaemonLink, World  # noqa: E402
 
 HARNESS_HOME = Path.home() / ".cache" / "volee-harness"
 PINNED = {

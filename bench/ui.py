@@ -34,13 +34,14 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from counting import Fleet, tree_cpu  # noqa: E402  (bench/, the script's folder)
 from ui import procs  # noqa: E402
-from ui.fake_daemon import FakeDaemon  # noqa: E402
-from ui.fakes import FakeDaemonLink, World  # noqa: E402
 
+from tests.fakes.app_link import FakeDaemonLink, World  # noqa: E402
+from tests.fakes.fake_daemon import FakeDaemon  # noqa: E402
 from volee_desktop.core import events as ev  # noqa: E402
 from volee_desktop.core.states import AgentState  # noqa: E402
 from volee_desktop.ipc.client import Client  # noqa: E402

@@ -121,3 +121,15 @@ def test_conversation_tiny() -> None:
     assert "longest GUI stall" in out
     assert "change of 30 files" in out
     assert "2 conversation windows RSS" in out
+
+
+#: The benches with options (argparse): --help imports everything they need and runs nothing.
+WITH_HELP = sorted(p.name for p in BENCH.glob("*.py") if "argparse" in p.read_text())
+
+
+@pytest.mark.parametrize("name", WITH_HELP)
+def test_every_bench_starts(name: str) -> None:
+    # bench/ui.py and bench/new_agent.py imported tests/ui/fakes.py for weeks after it moved
+    # to tests/fakes/ (found by issue 24's helper): --help imports everything a run needs.
+    out = bench(name, "--help", timeout=60)
+    assert "usage:" in out, out
