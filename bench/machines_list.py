@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+from opening import open_times  # noqa: E402  (bench/, the script's folder)
+
 from tests.fakes.app_link import FakeDaemonLink, World, machine_entry  # noqa: E402
 from volee_desktop.core.states import AgentState  # noqa: E402
 
@@ -77,15 +79,7 @@ def main() -> int:
             panel.set_grouping(grouping)
             panel.set_compact(compact)
             app.processEvents()
-            times = []
-            for _ in range(5):
-                t0 = time.perf_counter()
-                panel.show_near(None)
-                app.processEvents()  # lay out and paint
-                panel.view.viewport().repaint()
-                times.append((time.perf_counter() - t0) * 1000)
-                panel.hide()
-                app.processEvents()
+            times = open_times(app, panel)
             mode = "compact" if compact else "full"
             print(
                 f"  open, {grouping.value}/{mode}: median {statistics.median(times):6.1f} ms, "

@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from counting import Fleet, tree_cpu  # noqa: E402  (bench/, the script's folder)
+from opening import open_times  # noqa: E402  (bench/)
 from ui import procs  # noqa: E402
 
 from tests.fakes.app_link import FakeDaemonLink, World  # noqa: E402
@@ -172,15 +173,7 @@ def list_figures() -> dict[str, float]:
                 panel.set_grouping(grouping)
                 panel.set_compact(compact)
                 app.processEvents()
-                times = []
-                for _ in range(5):
-                    t0 = time.perf_counter()
-                    panel.show_near(None)
-                    app.processEvents()  # lay out and paint
-                    panel.view.viewport().repaint()
-                    times.append((time.perf_counter() - t0) * 1000)
-                    panel.hide()
-                    app.processEvents()
+                times = open_times(app, panel)
                 key = f"open_{n}_{grouping.value}_{'compact' if compact else 'full'}_ms"
                 out[key] = statistics.median(times)
                 out[key.replace("open_", "first_")] = times[0]

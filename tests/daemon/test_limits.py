@@ -20,7 +20,7 @@ from tests.daemon.test_recovery_runner import agent, events_of, kill_all_hosts, 
 from tests.fakes.clock import FakeClock
 from tests.polling import until
 from volee_desktop.core import events as ev
-from volee_desktop.core.model import VOLEE, LimitKind
+from volee_desktop.core.model import VOLEE, Agent, LimitKind
 from volee_desktop.core.states import AgentState
 from volee_desktop.daemon.agents.limits import (
     LOOK_EVERY,
@@ -273,17 +273,23 @@ async def test_a_retry_line_drawn_before_the_daemon_took_the_prompts_hook_names_
     )
 
 
+async def in_a_second_turn(daemon: Daemon, project: Path, clock: FakeClock) -> Agent:
+    """An agent past its first turn, working again (its screen free for a retry line)."""
+    a = await spawn(daemon, project, "hello")
+    await until(lambda: agent(daemon, a.id).state is AgentState.DONE, what="its first turn")
+    await daemon.service.commit(
+        [ev.StateChanged(at=clock.now(), agent=a.id, state=AgentState.WORKING, progress=False)]
+    )
+    return a
+
+
 @pytest.mark.timeout(60)
 async def test_a_retry_line_read_after_the_turn_ended_otherwise_changes_nothing(
     daemon: Daemon, project: Path, clock: FakeClock
 ) -> None:
     # The line came while the turn ran; the Stop hook came before the look: the screen may
     # not have caught up with the end, the agent stays done.
-    a = await spawn(daemon, project, "hello")
-    await until(lambda: agent(daemon, a.id).state is AgentState.DONE, what="its first turn")
-    await daemon.service.commit(
-        [ev.StateChanged(at=clock.now(), agent=a.id, state=AgentState.WORKING, progress=False)]
-    )
+    a = await in_a_second_turn(daemon, project, clock)
     daemon.limits._looked[a.id] = time.monotonic()  # the look waits a second
     waits = clock.serial
     line = "✻ 5-hour limit reached · retrying in 1s (1:38am) · attempt 2/4"
@@ -352,11 +358,7 @@ async def test_a_retry_line_whose_first_read_failed_is_read_again_from_the_cells
     # ("in 2s (9:46pm) · attempt 2/4"). When the one read of the screen that "retrying"
     # started found nothing, no later output started another: the turn ended as a bare "rate"
     # limit with no reset, and the test waited for "five_hour".
-    a = await spawn(daemon, project, "hello")
-    await until(lambda: agent(daemon, a.id).state is AgentState.DONE, what="its first turn")
-    await daemon.service.commit(
-        [ev.StateChanged(at=clock.now(), agent=a.id, state=AgentState.WORKING, progress=False)]
-    )
+    a = await in_a_second_turn(daemon, project, clock)
     limits = daemon.limits
     screens = limits.screens
     real_snapshot = screens.snapshot
@@ -396,11 +398,7 @@ async def test_a_turn_that_ended_no_longer_has_its_output_read_for_a_retry(
 ) -> None:
     # A turn that retried (an overload) and then went on to its end: its later output is no
     # longer read as text or looked at on screen.
-    a = await spawn(daemon, project, "hello")
-    await until(lambda: agent(daemon, a.id).state is AgentState.DONE, what="its first turn")
-    await daemon.service.commit(
-        [ev.StateChanged(at=clock.now(), agent=a.id, state=AgentState.WORKING, progress=False)]
-    )
+    a = await in_a_second_turn(daemon, project, clock)
     limits = daemon.limits
     limits.screens.output(a.id, "\r\n✻ API error · retrying in 1s · attempt 1/4\r\n".encode())
     assert a.id in limits._claude_tail
