@@ -80,8 +80,10 @@ def run_app(
     ``AppOptions`` (tests replace the terminal, the sinks, ...).  ``local_daemon=False``:
     no daemon on this machine, the app's own links to the other machines instead.
     """
+    from volee_desktop.memtrim import one_arena
     from volee_desktop.paths import dirs
 
+    one_arena()  # before Qt's threads: each thread's own arena kept its pages (memtrim.py)
     paths = dirs()
     if not local_daemon:
         from .machines_only import connector

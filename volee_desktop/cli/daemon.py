@@ -80,8 +80,10 @@ def cmd_daemon_run(args: argparse.Namespace) -> int:
     from ..daemon import logfile
     from ..daemon.errors import AlreadyRunning
     from ..daemon.main import run_foreground
+    from ..memtrim import one_arena
     from ..store.errors import StoreError
 
+    one_arena()  # before any thread: worker threads' arenas kept their pages (memtrim.py)
     folders = dirs()
     if not logging.getLogger().handlers:
         # Size-capped when its output is logs/daemon.log (started by `volee`); else stderr.
