@@ -80,7 +80,8 @@ def test_a_second_waybar_taking_the_watcher_over_gets_the_icon_too(
                 f"waybar's log: {sway.bar_log()}"
             ) from None
         assert sway.items(), "the new watcher has no item"
-        app.wait_line(r"the tray item registered again \(1\)", LOADED)
+        app.wait_line(r"a tray host registered: the item waits", LOADED)  # heard on the bus
+        app.wait_line(r"the tray item registered again \(1\) with the new watcher", LOADED)
         # The menu works through the new watcher's item.
         labels = [str(e.get("label", "")) for e in wd.entries(sway.menu_layout())]
         assert "Open agent list" in labels, labels

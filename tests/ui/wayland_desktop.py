@@ -114,8 +114,8 @@ class WaylandDesktop:
             XDG_CONFIG_HOME=str(self.dir / "config"),
         )
 
-    def _spawn(self, argv: list[str]) -> subprocess.Popen[bytes]:
-        log = (self.dir / f"{Path(argv[0]).name}.log").open("ab")
+    def _spawn(self, argv: list[str], name: str = "") -> subprocess.Popen[bytes]:
+        log = (self.dir / f"{name or Path(argv[0]).name}.log").open("ab")
         child = subprocess.Popen(argv, env=self.env, stdout=log, stderr=log, start_new_session=True)
         log.close()
         self.children.append(child)
@@ -126,7 +126,8 @@ class WaylandDesktop:
         conf = self.dir / "waybar.json"
         conf.write_text(json.dumps(WAYBAR))
         before = self.owner(WATCHER)
-        self.bars.append(self._spawn(["waybar", "-c", str(conf)]))
+        # One log per bar: which bar lost the item is in its own log.
+        self.bars.append(self._spawn(["waybar", "-c", str(conf)], f"waybar-{len(self.bars)}"))
         poll(
             "waybar's StatusNotifierWatcher",
             lambda: self.owner(WATCHER) not in ("", before),
@@ -269,9 +270,12 @@ class WaylandDesktop:
         return [{k: v["data"] for k, v in card.items()} for card in data]
 
     def bar_log(self) -> str:
-        """The end of waybar's log (all bars started write to one), for a failure's message."""
-        path = self.dir / "waybar.log"
-        return path.read_text(errors="replace")[-3000:] if path.exists() else "(no waybar log)"
+        """The end of each waybar's log (``waybar-<n>.log``), for a failure's message."""
+        logs = sorted(self.dir.glob("waybar-*.log"))
+        return (
+            "; ".join(f"{path.stem}: {path.read_text(errors='replace')[-1500:]}" for path in logs)
+            or "(no waybar log)"
+        )
 
     def item_props(self) -> str:
         """What volee's item answers to GetAll now (or the error), for a failure's message."""
