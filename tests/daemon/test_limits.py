@@ -227,6 +227,19 @@ async def test_a_turn_that_ended_before_its_retry_line_was_read_takes_what_the_l
     late = agent(daemon, a.id).limit
     assert (late.kind, late.resets_at, late.ended) == (LimitKind.FIVE_HOUR, now + 600, True)
     assert agent(daemon, a.id).state is AgentState.IDLE
+    # A limit named but with no reset (no read caught its clock) takes the line's reset.
+    await daemon.service.commit(
+        [ev.LimitHit(at=now, agent=a.id, kind=LimitKind.SEVEN_DAY, ended=True)]
+    )
+    await limits._ended_before_read(agent(daemon, a.id), LimitKind.FIVE_HOUR, now + 700, now)
+    assert agent(daemon, a.id).limit.kind is LimitKind.SEVEN_DAY  # another limit: not this one
+    await limits._ended_before_read(agent(daemon, a.id), LimitKind.SEVEN_DAY, None, now)
+    assert agent(daemon, a.id).limit.resets_at is None  # nothing new
+    await limits._ended_before_read(agent(daemon, a.id), LimitKind.SEVEN_DAY, now + 800, now)
+    assert agent(daemon, a.id).limit.resets_at == now + 800
+    await daemon.service.commit(
+        [ev.LimitHit(at=now, agent=a.id, kind=LimitKind.FIVE_HOUR, resets_at=now + 600, ended=True)]
+    )
     # Once it has its reset, a later line does not move it.
     await limits._ended_before_read(agent(daemon, a.id), LimitKind.SEVEN_DAY, now + 9000, now)
     assert agent(daemon, a.id).limit.resets_at == now + 600
@@ -390,6 +403,51 @@ async def test_a_retry_line_whose_first_read_failed_is_read_again_from_the_cells
     assert agent(daemon, a.id).detail.startswith("retrying: 5-hour limit, attempt"), agent(
         daemon, a.id
     ).detail
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("cut", ["in the word", "before the word"])
+async def test_a_retry_line_cut_between_two_reads_of_the_pty_still_names_the_limit(
+    daemon: Daemon, project: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, cut: str
+) -> None:
+    # Seen in a full run of tests/e2e/test_limits_claude.py: one agent of five ended "rate",
+    # no reset. "retrying" is in Claude Code's output once a turn; a read of the PTY that cut
+    # it in two ("retr" | "ying in 1s"), or that left the limit's name in the read before,
+    # was never looked at, and no screen read could make up for it (here every one fails).
+    a = await in_a_second_turn(daemon, project, clock)
+    screens = daemon.limits.screens
+
+    async def snapshot(agent_id: str) -> Any:
+        return None  # a busy host: no screen read ever succeeds
+
+    monkeypatch.setattr(screens, "snapshot", snapshot)
+    chunks = recorded_output("claude-2.1.332-five_hour-output.jsonl")
+    first = next(i for i, data in enumerate(chunks) if b"retrying" in data)
+    line = chunks[first]
+    at = line.index(b"retrying") + (4 if cut == "in the word" else -4)
+    assert b"retrying" not in line[:at]
+    if cut == "in the word":
+        assert b"retrying" not in line[at:]
+    else:  # the word whole in the second read, the limit's name in the first
+        assert b"5-hour" in line[:at]
+    for data in [*chunks[:first], line[:at], line[at:], *chunks[first + 1 : first + 5]]:
+        screens.output(a.id, data)
+    retrying = agent(daemon, a.id)
+    payload = {
+        "hook_event_name": "StopFailure",
+        "session_id": retrying.session,
+        "error": "rate_limit",
+        "last_assistant_message": "API Error: Request rejected (429) · Rate limited",
+    }
+    await daemon.service.commit(claude.hook_events(retrying, "StopFailure", payload, clock.now()))
+    ended = await until(
+        lambda: (
+            (lim := agent(daemon, a.id).limit) is not None and lim.resets_at is not None and lim
+        ),
+        what="the limit named from the output",
+    )
+    assert (ended.kind, ended.ended) == (LimitKind.FIVE_HOUR, True)
+    assert ended.resets_at == reset_time("9:46pm", clock.now())
 
 
 @pytest.mark.timeout(60)

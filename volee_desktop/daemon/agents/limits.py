@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 LOOK_EVERY = 1.0
 #: How much of a working codex agent's output, as text, is kept to find its limit message.
 CODEX_TAIL = 4096
+#: How much of a Claude Code agent's last output is kept: a read of the PTY can cut its one
+#: "retrying" in two, or leave the limit's name ("✻ 5-hour limit reached") in the read before.
+CLAUDE_CARRY = 256
 #: The states in which a Claude Code agent's screen may show a turn retrying a limit: working,
 #: or one whose prompt's hook the daemon has not taken yet (launching, idle, done).
 UNSEEN_TURN = frozenset(
@@ -160,6 +163,7 @@ class Limits:
         # rendered screen may have lost by the time the turn ends (the line redrawn as the
         # error) still says which limit a bare "rate_limit" StopFailure ended the turn on.
         self._claude_tail: dict[str, str] = {}
+        self._claude_carry: dict[str, bytes] = {}  # the last CLAUDE_CARRY bytes of output
         self._retried: dict[str, claude.ScreenRetry] = {}
         self._running = False
         self.screens.on_data.append(self._data)
@@ -193,6 +197,7 @@ class Limits:
             self._claude_tail.pop(event.agent, None)
             if isinstance(event, ev.AgentForgotten):
                 self._looked.pop(event.agent, None)
+                self._claude_carry.pop(event.agent, None)
                 self._codex_tail.pop(event.agent, None)
         elif isinstance(event, ev.StateChanged) and event.state not in TURN_RUNS:
             # The turn ended (or waits on the person): its retry line is no longer read. What
@@ -303,15 +308,23 @@ class Limits:
         # the line alone says which limit the bare StopFailure will end the turn on.
         if agent.harness is not Harness.CLAUDE:
             return
-        if b"retrying" in data or agent_id in self._claude_tail:
+        carry = self._claude_carry.get(agent_id, b"")
+        # "retrying" whole in this read, or cut between the last read and this one.
+        said = b"retrying" in data or b"retrying" in carry[-16:] + data[:16]
+        self._claude_carry[agent_id] = (
+            data[-CLAUDE_CARRY:] if len(data) >= CLAUDE_CARRY else (carry + data)[-CLAUDE_CARRY:]
+        )
+        if agent_id in self._claude_tail:
             self._claude_output(agent_id, data)
+        elif said:  # the line's start (the limit's name) may be in the read before
+            self._claude_output(agent_id, carry + data)
         if agent.state not in UNSEEN_TURN:
             return
         # Claude Code redraws only the cells that change: "retrying" is in its output once per
         # retry line, the next attempts (and the limit's name, after a first "API error ·
         # retrying") come as bare cells. A turn seen retrying has its screen read again on any
         # output (at most every LOOK_EVERY), until the turn ends.
-        if b"retrying" not in data and agent_id not in self._claude_tail:
+        if not said and agent_id not in self._claude_tail:
             return
         if agent_id in self._looking:
             return
@@ -335,7 +348,10 @@ class Limits:
         it retried, that limit (and its reset) is the one the turn ended on."""
         seen = self._retried.pop(hit.agent, None)
         self._claude_tail.pop(hit.agent, None)
-        if seen is None or hit.kind is not LimitKind.RATE or hit.resets_at is not None:
+        if seen is None or hit.resets_at is not None:
+            return
+        # A bare "rate", or the limit seen retrying whose clock no read of the screen caught.
+        if hit.kind is not LimitKind.RATE and hit.kind is not seen.kind:
             return
         agent = self.service.current().agents.get(hit.agent)
         if agent is None:
@@ -382,6 +398,9 @@ class Limits:
             old = agent.limit
             if resets is None and old is not None and old.kind is seen.kind:
                 resets = old.resets_at  # "retrying… · attempt 2/4" (in flight) shows no clock
+            said = self._retried.get(agent_id)
+            if resets is None and said is not None and said.kind is seen.kind and said.clock:
+                resets = reset_time(said.clock, now)  # the clock the output said, as text
             if rules.waits(agent):
                 await self._ended_before_read(agent, seen.kind, resets, now)
                 return
@@ -431,10 +450,12 @@ class Limits:
         daemon): the hook says only "rate_limit", the line which limit and when it resets. The
         limit the turn ended on takes what the line says; anything else is left as it is."""
         limit = agent.limit
-        if not rules.waits(agent) or limit is None or limit.kind is not LimitKind.RATE:
+        if not rules.waits(agent) or limit is None or limit.resets_at is not None:
             return
-        if limit.resets_at is not None or not kind.plan:
+        if not kind.plan or limit.kind not in (LimitKind.RATE, kind):
             return
+        if limit.kind is kind and resets is None:
+            return  # nothing the limit does not say already
         hit = ev.LimitHit(
             at=now,
             agent=agent.id,
