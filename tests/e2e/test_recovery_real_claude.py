@@ -50,10 +50,10 @@ def test_real_claude_mid_turn_is_resumed_stopped_stays_done_waits_for_a_message(
     rig.spawn("HOLD first task of mid", name="mid")
     rig.spawn("task of stopped", name="stopped")
     rig.spawn("task of done", name="done")
-    wait_until(lambda: conversation(server, "HOLD first task of mid"), 40, "mid's turn held")
-    rig.wait_state("mid", "working", timeout=20)
-    rig.wait_state("stopped", "done", timeout=30)
-    rig.wait_state("done", "done", timeout=30)
+    wait_until(lambda: conversation(server, "HOLD first task of mid"), 90, "mid's turn held")
+    rig.wait_state("mid", "working", timeout=60)
+    rig.wait_state("stopped", "done", timeout=60)
+    rig.wait_state("done", "done", timeout=60)
     rig.volee("stop", "stopped")
     mid_session = rig.agent("mid")["session_id"]
     done_session = rig.agent("done")["session_id"]
@@ -63,7 +63,7 @@ def test_real_claude_mid_turn_is_resumed_stopped_stays_done_waits_for_a_message(
 
     resumed = wait_until(
         lambda: conversation(server, "[volee] The machine restarted while you were working"),
-        40,
+        90,
         "mid resumed with volee's prompt",
     )
     assert resumed.index("HOLD first task of mid") < resumed.index("[volee] The machine")
@@ -97,7 +97,7 @@ def test_real_claude_mid_turn_is_resumed_stopped_stays_done_waits_for_a_message(
     rig.volee("send", "done", "a later message for done")
     later = wait_until(
         lambda: conversation(server, "a later message for done"),
-        40,
+        90,
         "done resumed with the message",
     )
     assert later.index("task of done") < later.index("a later message for done")
