@@ -317,6 +317,25 @@ async def test_a_retry_line_read_after_the_turn_ended_otherwise_changes_nothing(
     assert agent(daemon, a.id).limit is None
 
 
+async def ended_on_a_bare_rate_limit(daemon: Daemon, agent_id: str, clock: FakeClock) -> Any:
+    """Claude Code's StopFailure for a 429 ("rate_limit", no reset), then the limit the
+    daemon names from the output once it has a reset."""
+    retrying = agent(daemon, agent_id)
+    payload = {
+        "hook_event_name": "StopFailure",
+        "session_id": retrying.session,
+        "error": "rate_limit",
+        "last_assistant_message": "API Error: Request rejected (429) · Rate limited",
+    }
+    await daemon.service.commit(claude.hook_events(retrying, "StopFailure", payload, clock.now()))
+    return await until(
+        lambda: (
+            (lim := agent(daemon, agent_id).limit) is not None and lim.resets_at is not None and lim
+        ),
+        what="the limit named from the output",
+    )
+
+
 @pytest.mark.timeout(60)
 async def test_a_retry_line_redrawn_as_the_error_before_it_was_read_still_names_the_limit(
     daemon: Daemon, project: Path, clock: FakeClock
@@ -336,21 +355,8 @@ async def test_a_retry_line_redrawn_as_the_error_before_it_was_read_still_names_
         a.id, b"\x1b[2J\x1b[HAPI Error: Request rejected (429) \xc2\xb7 Rate limited\r\n"
     )
     assert line not in "\n".join((await screens.snapshot(a.id)).tail(40))  # type: ignore[union-attr]
-    retrying = agent(daemon, a.id)
-    payload = {
-        "hook_event_name": "StopFailure",
-        "session_id": retrying.session,
-        "error": "rate_limit",
-        "last_assistant_message": "API Error: Request rejected (429) · Rate limited",
-    }
-    await daemon.service.commit(claude.hook_events(retrying, "StopFailure", payload, clock.now()))
+    ended = await ended_on_a_bare_rate_limit(daemon, a.id, clock)
     resets = reset_time("1:38am", clock.now())
-    ended = await until(
-        lambda: (
-            (lim := agent(daemon, a.id).limit) is not None and lim.resets_at is not None and lim
-        ),
-        what="the limit named from the output",
-    )
     assert (ended.kind, ended.resets_at, ended.ended) == (LimitKind.FIVE_HOUR, resets, True)
     assert agent(daemon, a.id).state is AgentState.IDLE
 
@@ -432,20 +438,7 @@ async def test_a_retry_line_cut_between_two_reads_of_the_pty_still_names_the_lim
         assert b"5-hour" in line[:at]
     for data in [*chunks[:first], line[:at], line[at:], *chunks[first + 1 : first + 5]]:
         screens.output(a.id, data)
-    retrying = agent(daemon, a.id)
-    payload = {
-        "hook_event_name": "StopFailure",
-        "session_id": retrying.session,
-        "error": "rate_limit",
-        "last_assistant_message": "API Error: Request rejected (429) · Rate limited",
-    }
-    await daemon.service.commit(claude.hook_events(retrying, "StopFailure", payload, clock.now()))
-    ended = await until(
-        lambda: (
-            (lim := agent(daemon, a.id).limit) is not None and lim.resets_at is not None and lim
-        ),
-        what="the limit named from the output",
-    )
+    ended = await ended_on_a_bare_rate_limit(daemon, a.id, clock)
     assert (ended.kind, ended.ended) == (LimitKind.FIVE_HOUR, True)
     assert ended.resets_at == reset_time("9:46pm", clock.now())
 
