@@ -21,6 +21,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import SLOT, QObject, QTimer, Slot
 
@@ -95,14 +96,16 @@ class WatcherReplaced(QObject):
         )
         watcher.serviceOwnerChanged.connect(self.owner_changed)
         self._watcher = watcher
-        # Every owner's signal (the name's owner changes: no sender to follow).
+        # Every owner's signal (the name's owner changes: no sender to follow). PySide6 takes
+        # the slot as SLOT()'s string; its stubs say bytes.
+        slot: Any = SLOT("host_registered()")
         listening = bus.connect(
             "",
             WATCHER_PATH,
             WATCHER,
             "StatusNotifierHostRegistered",
             self,
-            SLOT("host_registered()"),
+            slot,
         )
         if not listening:
             log.warning("cannot hear hosts register: the item registers %.0f s after", self.settle)
