@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,7 +82,7 @@ class Machine:
         if self.ssh is not None:
             return ["ssh", *SSH_OPTIONS, self.ssh, "--", self.volee, "bridge"]
         assert self.via is not None
-        return [*shlex.split(self.via), self.volee, "bridge"]
+        return [*split_command(self.via), self.volee, "bridge"]
 
     @property
     def where(self) -> str:
@@ -97,6 +98,17 @@ class Machine:
         if self.volee != "volee":
             kept["volee"] = self.volee
         return kept
+
+
+def split_command(text: str, *, windows: bool = sys.platform == "win32") -> list[str]:
+    """A ``via`` command's words, split as a shell would: quotes group words; on Windows a
+    backslash is a path's, not an escape (``C:\\Windows\\System32\\wsl.exe -d Ubuntu --``)."""
+    lexer = shlex.shlex(text, posix=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    if windows:
+        lexer.escape = ""
+    return list(lexer)
 
 
 def _text(name: str, key: str, value: object) -> str:
@@ -123,7 +135,7 @@ def machine_of(name: str, table: Mapping[str, Any]) -> Machine:
         raise MachineError(f"machines.{name}.ssh = {ssh!r}: a destination, not an ssh option")
     if via is not None:
         try:
-            if not shlex.split(via):
+            if not split_command(via):
                 raise ValueError("empty")
         except ValueError as exc:
             raise MachineError(f"machines.{name}.via = {via!r}: not a command ({exc})") from None

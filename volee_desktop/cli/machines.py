@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
@@ -25,6 +26,14 @@ from .conventions import VoleeParser, commands
 
 #: How long ``machine add`` waits to say whether the new machine answers.
 FIRST_TRY = 25.0
+#: Whether this machine runs a volee daemon: not Windows, whose agents run in a WSL machine
+#: (docs/machines.md). Without one, ``machine add|rm|ls`` work on ``config.toml`` alone.
+LOCAL_DAEMON = sys.platform != "win32"
+#: Said where no daemon here can take a change of ``[machines]`` in.
+NO_DAEMON_HERE = (
+    "no volee daemon runs on this machine: `volee app` reads [machines] when it starts "
+    "(start it again to show the change)"
+)
 
 
 def add_commands(sub: Commands) -> None:
@@ -107,8 +116,11 @@ def cmd_add(args: argparse.Namespace) -> int:
         save_machine(dirs().config_file, machine)
     except MachineError as exc:
         raise CliError(str(exc), 2) from None
-    result = _reload(FIRST_TRY)
-    view = next((m for m in result["machines"] if m["name"] == args.name), None)
+    if LOCAL_DAEMON:
+        result = _reload(FIRST_TRY)
+        view = next((m for m in result["machines"] if m["name"] == args.name), None)
+    else:
+        view = _unasked(machine)
     if args.json:
         emit_json(view)
         return 0
@@ -123,17 +135,36 @@ def cmd_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def _unasked(machine: Machine) -> dict[str, Any]:
+    """A machine's view as ``machines.list`` gives it, where no daemon here asked it."""
+    return {
+        "name": machine.name,
+        "ssh": machine.ssh,
+        "via": machine.via,
+        "reachable": False,
+        "since": None,
+        "version": None,
+        "agents": None,
+        "problem": NO_DAEMON_HERE,
+    }
+
+
 def _state(view: dict[str, Any] | None) -> str:
     if view is None:
         return "kept, but the daemon does not show it (see `volee machine ls`)"
+    if view["problem"] == NO_DAEMON_HERE:
+        return f"kept; {NO_DAEMON_HERE}"
     if view["reachable"]:
         return f"reachable, volee {view['version']}, {view['agents']} agent(s)"
     return f"not reachable ({view['problem']}); volee keeps trying"
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    with connect(dirs()) as client:
-        machines = client.request(Method.MACHINES_LIST, {"retry": True})
+    if LOCAL_DAEMON:
+        with connect(dirs()) as client:
+            machines = client.request(Method.MACHINES_LIST, {"retry": True})
+    else:
+        machines = [_unasked(m) for m in _configured().values()]
     if args.json:
         emit_json(machines)
         return 0
@@ -162,12 +193,23 @@ def cmd_rm(args: argparse.Namespace) -> int:
         removed = remove_machine(dirs().config_file, args.name)
     except MachineError as exc:
         raise CliError(str(exc)) from None
-    _reload(0.0)
+    if LOCAL_DAEMON:
+        _reload(0.0)
     if args.json:
         emit_json({"removed": removed.name, **removed.table()})
         return 0
     print(f"{removed.name}: no longer shown (nothing on it was touched)")
     return 0
+
+
+def _configured() -> dict[str, Machine]:
+    """The machines of ``config.toml`` (a bad entry refused in words)."""
+    from ..config import load_config
+
+    loaded = load_config(dirs().config_file)
+    for problem in loaded.problems:
+        print(f"volee: {problem}", file=sys.stderr)
+    return dict(loaded.config.machines)
 
 
 def cmd_bridge(args: argparse.Namespace) -> int:
