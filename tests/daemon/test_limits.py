@@ -444,6 +444,31 @@ async def test_a_retry_line_cut_between_two_reads_of_the_pty_still_names_the_lim
 
 
 @pytest.mark.timeout(60)
+async def test_a_retry_word_cut_by_a_cell_the_row_already_held_still_names_the_limit(
+    daemon: Daemon, project: Path, clock: FakeClock
+) -> None:
+    # Seen in the 30-agent trial (bench/limits_trial.py), one real Claude Code of five: its
+    # output never held "retrying" whole. Claude Code leaves a cell that already shows the
+    # right letter (here the spinner's line had a "t" where "retrying" has its "t") and moves
+    # past it (ESC [ n G), so nothing started a read of the screen; the turn ended on the bare
+    # StopFailure as "rate", with no reset, and was continued at a guess.
+    a = await in_a_second_turn(daemon, project, clock)
+    screens = daemon.limits.screens
+    line = "✻ 5-hour limit reached · retrying in 1s (9:46pm) · attempt 1/4"
+    t = line.index("retrying") + 2
+    screens.output(a.id, f"\x1b[20;1H\x1b[2K{' ' * t}t  (thinking)".encode())
+    cut = f"\x1b[20;1H{line[:t]}\x1b[{t + 2}G{line[t + 1 :]}\x1b[K".encode()
+    assert b"retrying" not in cut
+    screens.output(a.id, cut)
+    assert line in screens.last_text(a.id)  # what the person saw: the whole line
+    screens.output(a.id, b"\x1b[20;1H\x1b[2K\xe2\x97\x8f API Error: Request rejected (429)")
+    assert a.id not in daemon.limits._looking  # nothing was read while it retried
+    ended = await ended_on_a_bare_rate_limit(daemon, a.id, clock)
+    assert (ended.kind, ended.ended) == (LimitKind.FIVE_HOUR, True)
+    assert ended.resets_at == reset_time("9:46pm", clock.now())
+
+
+@pytest.mark.timeout(60)
 async def test_a_turn_that_ended_no_longer_has_its_output_read_for_a_retry(
     daemon: Daemon, project: Path, clock: FakeClock
 ) -> None:

@@ -167,6 +167,7 @@ class Limits:
         self._retried: dict[str, claude.ScreenRetry] = {}
         self._running = False
         self.screens.on_data.append(self._data)
+        self.screens.on_rows.append(self._rows)
         self.service.listen(self._on_event)
         ctx.methods.add(Method.AGENTS_CONTINUE, self.api_continue, decoder(ContinueParams))
         ctx.status.add("limits", self.status)
@@ -331,6 +332,14 @@ class Limits:
         self._looking.add(agent_id)
         self.tasks.spawn(self._look(agent_id, agent.state), f"limits-look-{agent_id}")
 
+    def _rows(self, agent_id: str, lines: list[str]) -> None:
+        """Rows an output changed, as the agent's screen is fed (in the feeding thread: one
+        dict write, no event): a retry line of the plan's limit is kept for the bare
+        StopFailure that may end the turn, even where "retrying" never came whole."""
+        seen = claude.screen_retry(lines)
+        if seen is not None and seen.kind.plan:
+            self._retried[agent_id] = seen
+
     def _claude_output(self, agent_id: str, data: bytes) -> None:
         """Keep the last retry line Claude Code's output said, read as text (escapes dropped)."""
         tail = _text_tail(self._claude_tail, agent_id, data)
@@ -348,7 +357,11 @@ class Limits:
         it retried, that limit (and its reset) is the one the turn ended on."""
         seen = self._retried.pop(hit.agent, None)
         self._claude_tail.pop(hit.agent, None)
-        if seen is None or hit.resets_at is not None:
+        if hit.resets_at is not None:
+            return
+        if seen is None:
+            if hit.kind is LimitKind.RATE:
+                self.tasks.spawn(self._ended_unread(hit), f"limits-unread-{hit.agent}")
             return
         # A bare "rate", or the limit seen retrying whose clock no read of the screen caught.
         if hit.kind is not LimitKind.RATE and hit.kind is not seen.kind:
@@ -365,6 +378,21 @@ class Limits:
                 await self._ended_before_read(fresh, seen.kind, resets, now)
 
         self.tasks.spawn(take(), f"limits-ended-{hit.agent}")
+
+    async def _ended_unread(self, hit: ev.LimitHit) -> None:
+        """A turn ended on a bare rate limit and nothing read a retry line in its output: the
+        word "retrying" can come cut by the cells Claude Code leaves as they were (a letter the
+        row already held at that place; seen in the 30-agent trial). The output not yet fed to
+        the screen is fed one part at a time, and the last plan's limit a retry line showed is
+        the one the turn ended on."""
+        await self.screens.feed(hit.agent)  # its row watcher (_rows) keeps a retry line
+        seen = self._retried.pop(hit.agent, None)
+        agent = self.service.current().agents.get(hit.agent)
+        if seen is None or agent is None:
+            return
+        now = self.clock.now()
+        resets = reset_time(seen.clock, now) if seen.clock else None
+        await self._ended_before_read(agent, seen.kind, resets, now)
 
     def _codex_output(self, agent_id: str, data: bytes) -> None:
         """codex ends its turn on a usage limit without a hook, and draws the message above

@@ -90,8 +90,14 @@ class _Kept(msgspec.Struct):
 class Term:
     """One agent's emulated terminal and the output not yet fed to it."""
 
-    def __init__(self, rows: int, cols: int) -> None:
+    def __init__(
+        self, rows: int, cols: int, on_rows: Callable[[list[str]], None] | None = None
+    ) -> None:
         self.rows, self.cols = rows, cols
+        #: Told the rows each output changed, as it is fed (in the feeding thread): what a
+        #: screen showed for a moment between two reads (Claude Code's retry line, drawn as
+        #: the cells that change, reads "API Error" by the time anyone looks).
+        self.on_rows = on_rows
         # pyte (and wcwidth's tables) load with the first screen, not with the daemon: a
         # daemon or an app with no agent yet starts without them (issue 27).
         from .emulator import new_screen
@@ -120,6 +126,39 @@ class Term:
         with self.queue_lock:
             self.pending.append((rows, cols))
 
+    def feed(self) -> None:
+        """Feed what is queued (blocking: run it in a thread); the next read renders."""
+        with self.feed_lock:
+            with self.queue_lock:
+                items, self.pending, self.pending_size = self.pending, [], 0
+                rebuild, self.rebuild = self.rebuild, False
+            if items or rebuild:
+                self.cached = None
+                self._feed(items, rebuild)
+
+    def _feed(self, items: list[bytes | tuple[int, int]], rebuild: bool) -> None:
+        from .emulator import line_text, new_screen
+
+        if rebuild:
+            self.screen, self.stream = new_screen(self.cols, self.rows)
+        screen = self.screen
+        watch = self.on_rows
+        if watch is not None:
+            screen.dirty.clear()
+        for item in items:
+            if isinstance(item, tuple):
+                self.rows, self.cols = item
+                screen.resize(self.rows, self.cols)
+                continue
+            try:
+                self.stream.feed(item)
+            except Exception:  # a sequence pyte cannot take must not lose the screen
+                log.exception("the terminal emulator failed on the output")
+            if watch is not None and screen.dirty:
+                rows = sorted(y for y in screen.dirty if 0 <= y < screen.lines)
+                screen.dirty.clear()
+                watch([line_text(screen.buffer[y], screen.columns) for y in rows])
+
     def render(self, live: bool) -> Snapshot:
         """Feed what is queued, then read the screen (blocking: run it in a thread)."""
         with self.feed_lock:
@@ -130,19 +169,7 @@ class Term:
             cached = self.cached
             if not items and not rebuild and cached is not None and cached.live == live:
                 return cached  # nothing new: the same screen (a window polls it each second)
-            if rebuild:
-                from .emulator import new_screen
-
-                self.screen, self.stream = new_screen(self.cols, self.rows)
-            for item in items:
-                if isinstance(item, tuple):
-                    self.rows, self.cols = item
-                    self.screen.resize(self.rows, self.cols)
-                else:
-                    try:
-                        self.stream.feed(item)
-                    except Exception:  # a sequence pyte cannot take must not lose the screen
-                        log.exception("the terminal emulator failed on the output")
+            self._feed(items, rebuild)
             from .emulator import line_text
 
             screen = self.screen
@@ -172,6 +199,9 @@ class Screens:
         self.on_output: list[Callable[[str], None]] = []
         #: Called with the agent's id and the output itself (agents/limits.py looks for a word).
         self.on_data: list[Callable[[str, bytes], None]] = []
+        #: Called with the agent's id and the rows an output changed, as its screen is fed
+        #: (in a worker thread: only cheap, thread-safe work; agents/limits.py).
+        self.on_rows: list[Callable[[str, list[str]], None]] = []
 
     def path_of(self, agent_id: str) -> Path:
         return self.folder / f"{agent_id}.json"
@@ -180,7 +210,15 @@ class Screens:
 
     def started(self, agent_id: str, rows: int | None, cols: int | None) -> None:
         """A (new) watch connection: a fresh terminal; the host replays its recent output."""
-        self.terms[agent_id] = Term(rows or DEFAULT_ROWS, cols or DEFAULT_COLS)
+        watchers = self.on_rows
+
+        def rows_of(lines: list[str]) -> None:
+            for fn in watchers:
+                fn(agent_id, lines)
+
+        self.terms[agent_id] = Term(
+            rows or DEFAULT_ROWS, cols or DEFAULT_COLS, rows_of if watchers else None
+        )
 
     def output(self, agent_id: str, data: bytes) -> None:
         term = self.terms.get(agent_id)
@@ -236,6 +274,12 @@ class Screens:
 
     def live(self, agent_id: str) -> bool:
         return agent_id in self.terms
+
+    async def feed(self, agent_id: str) -> None:
+        """Feed a live agent's screen what its output queued (its row watchers hear it)."""
+        term = self.terms.get(agent_id)
+        if term is not None:
+            await asyncio.to_thread(term.feed)
 
     async def snapshot(self, agent_id: str) -> Snapshot | None:
         """The agent's screen now (live), or the last one it left; None if volee has none."""
