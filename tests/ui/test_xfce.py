@@ -98,14 +98,9 @@ def test_xfce4_notifyd_shows_the_request_as_its_characters_and_its_allow_button_
         xfce.screenshot(ARTIFACTS / "xfce-notification.png")
         request = drive.scratch.registry.agents[fixer].request
         assert request is not None
-        x, y, w, h = card
-        # Its buttons, right-aligned in the card's last row: Allow, Deny, Open. (Before the
-        # fix, xfce4-notifyd's NotificationClosed, sent with the click, made volee drop it.)
-        xfce.run("xdotool", "mousemove", str(x + w - 241), str(y + h - 31))
-        time.sleep(0.5)  # GTK takes a press only on a button the pointer entered
-        xfce.run("xdotool", "mousedown", "1")
-        time.sleep(0.1)
-        xfce.run("xdotool", "mouseup", "1")
+        # Its Allow button. (Before the fix, xfce4-notifyd's NotificationClosed, sent with
+        # the click, made volee drop it.)
+        xfce.press_on_card(card, "allow")
         app.wait_line(rf"answered {fixer} \({request.id}\): allow", LOADED)
         assert poll("the allow call", lambda: calls(drive, "agents.allow")) == [
             {"agent": fixer, "request": request.id, "always": False}

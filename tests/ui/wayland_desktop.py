@@ -29,6 +29,9 @@ WIDTH, HEIGHT = 1280, 800
 BAR = 28  # waybar's height (its config below)
 WATCHER = "org.kde.StatusNotifierWatcher"
 ITEM = "org.kde.StatusNotifierItem"
+KEYS = "wtype"  # only for the keyboard (``key``, ``type``): a virtual keyboard
+#: ms before wtype's keys: its keyboard is new to the seat each time, the client binds it first.
+KEYBOARD_WAIT = 400
 
 WAYBAR = {
     "layer": "top",
@@ -240,6 +243,30 @@ class WaylandDesktop:
             "0",
         )
 
+    # --- the keyboard ---------------------------------------------------------------------
+
+    def plug_keyboard(self) -> None:
+        """A keyboard that stays, as a person's does: each ``wtype`` brings its own and takes
+        it away when it ends, and with the seat's last keyboard gone Qt saw the focus leave
+        volee (the list hid itself between two keys)."""
+        self._spawn(["wtype", "-s", str(24 * 3600 * 1000)], "keyboard")
+
+    def key(self, name: str) -> None:
+        """A key (xdotool's names: ``Down``, ``ctrl+y``) pressed in the focused window, from
+        a virtual keyboard (``wtype``: headless sway has no keyboard device of its own)."""
+        *mods, key = name.split("+")
+        argv = ["wtype", "-s", str(KEYBOARD_WAIT)]
+        for mod in mods:
+            argv += ["-M", mod]
+        argv += ["-k", key]
+        for mod in reversed(mods):
+            argv += ["-m", mod]
+        self.run(*argv)
+
+    def type(self, text: str) -> None:
+        """``text`` typed in the focused window (``wtype``)."""
+        self.run("wtype", "-s", str(KEYBOARD_WAIT), text)
+
     # --- what is on screen ----------------------------------------------------------------
 
     def windows(self) -> list[dict[str, Any]]:
@@ -341,8 +368,10 @@ def entries(layout: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def app_proc(desktop: WaylandDesktop, home: Path, **extra: str) -> procs.Proc:
+def app_proc(desktop: WaylandDesktop, home: Path, mode: str = "embed", **extra: str) -> procs.Proc:
+    """The tray app on this desktop; ``mode`` as app_for_test.py takes it (``real``: the real
+    daemon embedded)."""
     env = dict(desktop.env)
     env.update({"VOLEE_HOME": str(home), "PYTHONUNBUFFERED": "1", "VOLEE_LOG": "INFO"})
     env.update(extra)
-    return procs.Proc([sys.executable, str(procs.HERE / "app_for_test.py"), "embed"], env)
+    return procs.Proc([sys.executable, str(procs.HERE / "app_for_test.py"), mode], env)
