@@ -345,6 +345,8 @@ def main() -> int:
         poll("the agent window", lambda: desk.window(WORKER[0]), WAIT)
         note(f"{WORKER[0]}'s window at {desk.window(WORKER[0])}")
         shot("7-agent-window.png")
+        screen = volee("output", WORKER[0])
+        note(f"volee output {WORKER[0]} ({len(screen.splitlines())} lines):\n{screen}")
         timed(
             f"spawn → {WORKER[0]} ended its turn",
             lambda: agents()[WORKER[0]]["state"] in ("done", "idle"),
