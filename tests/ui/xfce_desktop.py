@@ -223,10 +223,8 @@ class XfceDesktop:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def app_proc(desktop: XfceDesktop, home: Path, mode: str = "embed", **extra: str) -> procs.Proc:
-    """The tray app on this desktop; ``mode`` as app_for_test.py takes it (``real``: the real
-    daemon embedded)."""
+def app_proc(desktop: XfceDesktop, home: Path, **extra: str) -> procs.Proc:
     env = dict(desktop.env)
     env.update({"VOLEE_HOME": str(home), "PYTHONUNBUFFERED": "1", "VOLEE_LOG": "INFO"})
     env.update(extra)
-    return procs.Proc([sys.executable, str(procs.HERE / "app_for_test.py"), mode], env)
+    return procs.Proc([sys.executable, str(procs.HERE / "app_for_test.py"), "embed"], env)
