@@ -58,3 +58,23 @@ def test_where_the_person_put_it_wins_and_without_an_icon_by_the_pointer_or_cent
     by_pointer = popup_position(SIZE, AREA, None, None, QPoint(700, 700))
     assert by_pointer != centred
     assert by_pointer != (0, 0)
+
+
+def test_by_the_pointer_on_a_top_right_sni_icon_the_list_keeps_clear_of_the_cards_too() -> None:
+    # The trial of issue 28 on xfce4-panel (an SNI host: no icon geometry, the list goes by
+    # the pointer on the icon just clicked, 1129,13): the 600 px list opened at 680,47 and
+    # xfce4-notifyd's card (917-1263, 179-298) lay over its rows' requests.
+    screen = QRect(0, 0, 1280, 800)
+    area = QRect(0, 27, 1280, 773)  # the screen less xfce4-panel's 27 px
+    size = QSize(600, 720)
+    card = QRect(917, 179, 347, 120)
+    x, y = popup_position(size, area, None, None, QPoint(1129, 13), screen)
+    placed = QRect(x, y, size.width(), size.height())
+    assert not placed.intersects(card), (placed, card)
+    assert card.left() - placed.right() < 50  # as near the pointer as that allows
+    assert y == area.top()  # below the panel
+    # Too wide to stand beside the cards' column: by the pointer, inside the area, as before.
+    wide = QSize(1000, 500)
+    assert popup_position(wide, area, None, None, QPoint(1129, 13), screen) == (279, 27)
+    # Away from the column (a pointer at the left, a bottom panel's): by the pointer as before.
+    assert popup_position(size, area, None, None, QPoint(200, 13), screen) == (0, 27)

@@ -29,6 +29,9 @@ WIDTH, HEIGHT = 1280, 800
 BAR = 28  # waybar's height (its config below)
 WATCHER = "org.kde.StatusNotifierWatcher"
 ITEM = "org.kde.StatusNotifierItem"
+KEYS = "wtype"  # only for the keyboard (``key``, ``type``): a virtual keyboard
+#: ms before wtype's keys: its keyboard is new to the seat each time, the client binds it first.
+KEYBOARD_WAIT = 400
 
 WAYBAR = {
     "layer": "top",
@@ -239,6 +242,30 @@ class WaylandDesktop:
             "<0>",
             "0",
         )
+
+    # --- the keyboard ---------------------------------------------------------------------
+
+    def plug_keyboard(self) -> None:
+        """A keyboard that stays, as a person's does: each ``wtype`` brings its own and takes
+        it away when it ends, and with the seat's last keyboard gone Qt saw the focus leave
+        volee (the list hid itself between two keys)."""
+        self._spawn(["wtype", "-s", str(24 * 3600 * 1000)], "keyboard")
+
+    def key(self, name: str) -> None:
+        """A key (xdotool's names: ``Down``, ``ctrl+y``) pressed in the focused window, from
+        a virtual keyboard (``wtype``: headless sway has no keyboard device of its own)."""
+        *mods, key = name.split("+")
+        argv = ["wtype", "-s", str(KEYBOARD_WAIT)]
+        for mod in mods:
+            argv += ["-M", mod]
+        argv += ["-k", key]
+        for mod in reversed(mods):
+            argv += ["-m", mod]
+        self.run(*argv)
+
+    def type(self, text: str) -> None:
+        """``text`` typed in the focused window (``wtype``)."""
+        self.run("wtype", "-s", str(KEYBOARD_WAIT), text)
 
     # --- what is on screen ----------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -25,6 +26,9 @@ NOTIFYD = "/usr/lib/x86_64-linux-gnu/xfce4/notifyd/xfce4-notifyd"
 NEEDED = ("Xvfb", "dbus-daemon", "xfce4-panel", "openbox", "xdotool", "xwininfo", "import")
 WIDTH, HEIGHT = 1280, 800
 PANEL = 27  # the default panel's height at the top
+#: xfce4-notifyd's buttons, right-aligned in the card's last row (Allow, Deny, Open): where
+#: to press each, back from the card's bottom-right corner.
+CARD_BUTTONS = {"allow": (241, 31)}
 
 
 def missing() -> list[str]:
@@ -131,12 +135,19 @@ class XfceDesktop:
 
     def window(self, title_part: str) -> tuple[int, int, int, int] | None:
         """(x, y, w, h) of the first mapped window whose title holds ``title_part``."""
+        found = self.windows(title_part)
+        return found[0] if found else None
+
+    def windows(self, title_part: str) -> list[tuple[int, int, int, int]]:
+        """(x, y, w, h) of each mapped window whose title holds ``title_part``."""
         found = self.run(
             "xdotool", "search", "--onlyvisible", "--name", title_part, check=False
         ).split()
-        if not found:
-            return None
-        info = self.run("xwininfo", "-id", found[0], check=False)
+        return [g for g in map(self.geometry, found) if g is not None]
+
+    def geometry(self, wid: str) -> tuple[int, int, int, int] | None:
+        """(x, y, w, h) of the window ``wid`` on the screen."""
+        info = self.run("xwininfo", "-id", wid, check=False)
         values: dict[str, int] = {}
         for line in info.splitlines():
             key, _, value = line.strip().partition(":")
@@ -151,6 +162,25 @@ class XfceDesktop:
             )
         except KeyError:
             return None
+
+    def cards(self) -> list[tuple[int, int, int, int]]:
+        """xfce4-notifyd's cards on screen, top to bottom."""
+        return sorted(self.windows("xfce4-notifyd"), key=lambda card: (card[1], card[0]))
+
+    def press(self, x: int, y: int) -> None:
+        """A real press of the left button at (x, y), as GTK takes one: the pointer enters
+        the button first, then the button goes down and up."""
+        self.run("xdotool", "mousemove", str(x), str(y))
+        time.sleep(0.5)  # GTK takes a press only on a button the pointer entered
+        self.run("xdotool", "mousedown", "1")
+        time.sleep(0.1)
+        self.run("xdotool", "mouseup", "1")
+
+    def press_on_card(self, card: tuple[int, int, int, int], button: str = "allow") -> None:
+        """A real press on one of the buttons xfce4-notifyd draws in ``card``."""
+        x, y, w, h = card
+        dx, dy = CARD_BUTTONS[button]
+        self.press(x + w - dx, y + h - dy)
 
     def close_cards(self) -> None:
         """Close what the notification server shows (a killed app left its cards up)."""

@@ -5,7 +5,8 @@ at the screen's right edge where notification cards appear (dunst, xfce4-notifyd
 notify-osd, Plasma all stack them there, 300 to 400 px wide: the trial of issue 26 saw
 dunst's cards hide the filter box and the requests), when the list fits beside it; where
 the person put the list last time if they moved it; without an icon to go by (a
-StatusNotifierItem tray gives none), by the pointer, else centred (``app/wayland.py``).
+StatusNotifierItem tray gives none), by the pointer (clear of the cards' column too: the
+trial of issue 28 saw xfce4-notifyd's card over the rows), else centred (``app/wayland.py``).
 Always inside the area (a list larger than it keeps its top-left corner in).
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 from PySide6.QtCore import QPoint, QRect, QSize
 from PySide6.QtGui import QGuiApplication, QScreen
 
-from .wayland import place_unanchored
+from .wayland import place_unanchored, pointer_known
 
 GAP = 4  # between the icon and the list
 #: The notification cards' column at the screen's right edge: dunst's default 300 px at a
@@ -32,6 +33,15 @@ def screen_of(anchor: QRect | None) -> QScreen | None:
         else None
     )
     return screen or QGuiApplication.primaryScreen()
+
+
+def beside_cards(x: int, size: QSize, area: QRect) -> int:
+    """``x`` moved left of the cards' column when a list there would reach into it and
+    fits beside it, as near where it was as that allows."""
+    clear = area.right() - CARDS  # the cards' column begins right of this
+    if x + size.width() > clear and size.width() <= clear - area.left():
+        return clear - size.width()
+    return x
 
 
 def popup_position(
@@ -55,12 +65,12 @@ def popup_position(
             if anchor.center().y() < area.center().y()
             else anchor.top() - size.height() - GAP
         )
-        clear = area.right() - CARDS  # the cards' column begins right of this
-        if x + size.width() > clear and size.width() <= clear - area.left():
-            x = clear - size.width()  # beside the cards, as near the icon as that allows
+        x = beside_cards(x, size, area)
     else:
         where = place_unanchored(size, area, pointer, screen)
         x, y = where.x(), where.y()
+        if pointer_known(pointer, screen or area):  # the pointer on the icon just clicked
+            x = beside_cards(x, size, area)
     x = max(area.left(), min(x, area.right() - size.width()))
     y = max(area.top(), min(y, area.bottom() - size.height()))
     return x, y
