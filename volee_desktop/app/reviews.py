@@ -53,8 +53,7 @@ class MissionReviews:
             from .approval import ApprovalDialog
 
             dialog = ApprovalDialog(mission, registry)
-            if where := self.machine(mission_id):
-                dialog.setWindowTitle(f"Review mission on {where} — volee")
+            dialog.set_machine(self.machine(mission_id))
             dialog.setWindowIcon(self.icon())
             dialog.answer.connect(self.answer)
             dialog.diff_wanted.connect(lambda a, m=mission_id: self._read_changes(m, a, True))
