@@ -8,8 +8,8 @@ MCP tools there: ``spawn_worker`` (a real Claude Code worker, in its own worktre
 commits one file) and, once volee says the worker delivered, ``present_report``.  Then, in the
 app on the laptop: the list's strip "Mission to approve: devbox: …", a real click on its
 Review… button, Alt+D (Show the diff) in the approval dialog, a real click on the approving
-option; and devbox's ``git log main`` read as that user.  Every wait is bounded; a
-failure raises (the trial stops there)."""
+option; then devbox's ``git log main``, read as that user, and the list's "Merged on devbox".
+Every wait is bounded; a failure raises (the trial stops there)."""
 
 from __future__ import annotations
 
@@ -223,6 +223,8 @@ def mission_on_devbox(r: Rig) -> dict[str, float]:
     mark("approved in the dialog")
     dt.poll("closed (merged there)", lambda: status(ref) == "closed", 240)
     mark("merged there: closed")
+    app.wait_line(r"Merged on devbox: the mission", timeout=30)  # the list's status line
+    mark("the laptop's list says merged")
     log = there.git(r.repo, "log", "--oneline", "--graph", "main")
     print(f"devbox, as {there.name}: git log --oneline --graph main\n{log}")
     made = r.repo / "pricing.py"
