@@ -8,6 +8,7 @@ import itertools
 from typing import Any
 
 from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QLabel
 
 from tests.fakes.app_link import FakeDaemonLink, World, machine_entry
 from volee_desktop.app.agent_model import MachineRole
@@ -198,6 +199,86 @@ def test_a_mission_of_another_machine_is_reviewed_and_answered_from_here(
     with qtbot.waitSignal(controller.called, check_params_cb=lambda m: m == "missions.answer"):
         dialog.option_buttons[dialog.approving].click()
     assert link.last(Method.MISSIONS_ANSWER).params["mission"] == mission
+
+
+def test_the_review_of_another_machines_mission_names_it_in_the_dialog_itself(
+    controller: Any, world: World, link: FakeDaemonLink
+) -> None:
+    # Not only in the title: a desktop without title bars (or a tiled one) shows none.
+    devbox = Devbox(link)
+    remote, _workers, _report = devbox.world.mission_awaiting("Fix the login bug")
+    devbox.push()
+    devbox.push(reachable=False)  # named by its name, not "devbox unreachable since …"
+    dialog = controller.review(remote)
+    assert dialog is not None
+    assert dialog.windowTitle() == "Review mission on devbox — volee"
+    where = dialog.findChild(QLabel, "machine")
+    assert where is not None
+    assert not where.isHidden()
+    assert where.text().startswith("<b>On devbox:</b>")
+    assert "merges them there" in where.text()
+    local, _, _ = world.mission_awaiting("Tidy the docs")
+    mine = controller.review(local)
+    assert mine is not None
+    assert mine.windowTitle() == "Review mission — volee"
+    assert mine.findChild(QLabel, "machine").isHidden()
+
+
+def test_an_approved_mission_of_another_machine_says_in_the_list_once_merged_there(
+    controller: Any, link: FakeDaemonLink, qtbot: Any
+) -> None:
+    from volee_desktop.core import events as ev
+    from volee_desktop.core.model import MissionStatus
+
+    devbox = Devbox(link)
+    mission, _workers, _report = devbox.world.mission_awaiting("Fix the login bug")
+    devbox.push()
+    dialog = controller.review(mission)
+    assert dialog is not None
+    with qtbot.waitSignal(controller.called, check_params_cb=lambda m: m == "missions.answer"):
+        dialog.option_buttons[dialog.approving].click()
+    status = controller.panel.status
+    assert status.text().startswith("Answered the mission “Fix the login bug”")
+    # The merge is done there, after the answer: the list says so once devbox says closed.
+    at = devbox.world.tick()
+    devbox.daemon.push(ev.MissionUpdated(at=at, mission=mission, status=MissionStatus.APPROVED))
+    devbox.push()
+    assert status.text().startswith("Answered")
+    devbox.daemon.push(
+        ev.MissionUpdated(
+            at=devbox.world.tick(),
+            mission=mission,
+            status=MissionStatus.CLOSED,
+            reason="approved and merged",
+        )
+    )
+    devbox.push()
+    assert status.text() == "Merged on devbox: the mission “Fix the login bug” is closed."
+
+
+def test_an_approved_mission_sent_back_says_it_was_not_merged(
+    controller: Any, world: World, link: FakeDaemonLink, qtbot: Any
+) -> None:
+    from volee_desktop.core import events as ev
+    from volee_desktop.core.model import MissionStatus
+
+    mission, _workers, _report = world.mission_awaiting("Fix the login bug")
+    dialog = controller.review(mission)
+    assert dialog is not None
+    with qtbot.waitSignal(controller.called, check_params_cb=lambda m: m == "missions.answer"):
+        dialog.option_buttons[dialog.approving].click()
+    link.push(
+        ev.MissionUpdated(
+            at=world.tick(),
+            mission=mission,
+            status=MissionStatus.REPORTING,
+            reason="worker-1: the merge failed (conflict in src/auth/session.py)",
+        )
+    )
+    assert controller.panel.status.text() == (
+        "Not merged: the mission “Fix the login bug” is reporting again "
+        "(worker-1: the merge failed (conflict in src/auth/session.py))."
+    )
 
 
 def test_a_push_of_what_changed_keeps_the_rest(controller: Any, link: FakeDaemonLink) -> None:

@@ -11,7 +11,9 @@ machine add devbox --ssh devbox``; spawn three agents there (``--machine devbox`
 manual mode asking to run a command; the notification names the machine; the list shows five
 agents with their machines; Allow (Ctrl+Y in the list) runs the command there; the ssh client
 is killed with sshd held down (the network pulled): devbox's agents grey, then sshd is back and
-they return, the same agents, nothing lost.  Screenshots to the out folder (default
+they return, the same agents, nothing lost; then a mission is created on devbox, its real
+Claude Code worker commits there, and the person approves it in the app's approval dialog on
+the laptop: merged there (``trial_machines_mission.py``).  Screenshots to the out folder (default
 test-artifacts/trial-machines).  Needs scripts/install-harnesses and the real-X tools.
 """
 
@@ -34,6 +36,7 @@ from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.fakes.harness_env import Sandbox, claude_env, find_harness
 from ui import desktop as dt
 from ui import procs
+from ui.trial_machines_mission import Rig, mission_on_devbox
 
 OUT = Path(__file__).resolve().parents[2] / "test-artifacts" / "trial-machines"
 VOLEE = Path(sys.executable).parent / "volee"
@@ -74,11 +77,12 @@ def main() -> int:
         # devbox: Claude Code readable by that user (a hard link of the cached binary).
         remote_claude = root / "claude"
         os.link(claude, remote_claude)
-        remote_projects = {n: there.home / n for n in ("shop-api", "ranker")}
+        remote_projects = {n: there.home / n for n in ("shop-api", "ranker", "pricing")}
         remote_env: dict[str, str] = {}
         for folder in remote_projects.values():
             folder.mkdir()
-            subprocess.run(["git", "init", "-q", "-b", "main", str(folder)], check=True)
+            if folder.name != "pricing":  # the mission's: made by devbox's user (its step)
+                subprocess.run(["git", "init", "-q", "-b", "main", str(folder)], check=True)
             remote_env = claude_env(there.home, model.port, folder)
         chown_tree(there.home, there.uid, there.gid)
         there.start_daemon(
@@ -109,13 +113,14 @@ def main() -> int:
         app = procs.Proc([sys.executable, str(procs.HERE / "app_for_test.py"), "real"], app_env)
         cli_env = {**desk.env, **env}
 
-        def volee(*args: str) -> str:
+        def volee(*args: str, quiet: bool = False) -> str:
             done = subprocess.run(
                 [str(VOLEE), *args], env=cli_env, capture_output=True, text=True, timeout=90
             )
             if done.returncode != 0:
                 raise RuntimeError(f"volee {' '.join(args)}: {done.stderr}")
-            print(f"$ volee {' '.join(args)}\n{done.stdout.rstrip()}")
+            if not quiet:
+                print(f"$ volee {' '.join(args)}\n{done.stdout.rstrip()}")
             return done.stdout
 
         def agents() -> dict[str, dict[str, object]]:
@@ -224,6 +229,11 @@ def main() -> int:
         volee("timeline", "devbox:migrate")
         time.sleep(2.0)
         shot("5-back.png")
+
+        # A mission on devbox, approved from the laptop's app (trial_machines_mission.py).
+        print("\n== a mission on devbox")
+        times = mission_on_devbox(Rig(desk, app, there, remote_projects["pricing"], out, volee))
+        print("mission timings (s after its creation):", times)
         return 0
     finally:
         for ref in (
@@ -232,6 +242,8 @@ def main() -> int:
             "devbox:api-fixer",
             "devbox:train-ranker",
             "devbox:migrate",
+            "devbox:pricing-lead",
+            "devbox:round-prices",
         ):
             subprocess.run(
                 [str(VOLEE), "stop", ref],
@@ -245,6 +257,8 @@ def main() -> int:
                 check=False,
             )
         if app is not None:
+            app.output()
+            (out / "app.log").write_text("\n".join(app.lines) + "\n")
             app.kill()
         if desk is not None:
             desk.close()

@@ -140,6 +140,12 @@ class ApprovalDialog(QDialog):
         self.goal.setObjectName("goal")
         self.goal.setWordWrap(True)
         self.goal.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # The machine the mission is on, when it is another one: its workers' branches and
+        # the merge are there (the window title says it too, but not every desktop shows it).
+        self.where = QLabel(self)
+        self.where.setObjectName("machine")
+        self.where.setWordWrap(True)
+        self.where.hide()
         self.banner = QLabel(self)
         self.banner.setObjectName("banner")
         self.banner.setWordWrap(True)
@@ -194,6 +200,7 @@ class ApprovalDialog(QDialog):
         reply_row.addWidget(self.send)
         layout = QVBoxLayout(self)
         layout.addWidget(self.goal)
+        layout.addWidget(self.where)
         layout.addWidget(self.banner)
         layout.addWidget(QLabel("<b>The coordinator's report</b>", self))
         layout.addWidget(self.report, 2)
@@ -212,6 +219,19 @@ class ApprovalDialog(QDialog):
         self._options: tuple[str, ...] = ()
         self._approving: str | None = None
         self.set_mission(mission, registry)
+
+    def set_machine(self, name: str) -> None:
+        """Name the other machine the mission is on ("": this one, nothing said)."""
+        self.setWindowTitle(
+            f"Review mission on {name} — volee" if name else "Review mission — volee"
+        )
+        self.where.setText(
+            f"<b>On {_html(name)}:</b> its workers' changes are read there, and approving "
+            f"merges them there, in {_html(name)}'s repositories."
+            if name
+            else ""
+        )
+        self.where.setVisible(bool(name))
 
     def set_mission(self, mission: Mission, registry: Registry) -> None:
         """Show the mission as it is now (called again when it changes while open)."""

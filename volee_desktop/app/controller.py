@@ -180,7 +180,10 @@ class AppController(QObject):
             monotonic=lambda: self.monotonic(),
         )
         self.reviews = MissionReviews(
-            calls, self.icons.app_icon, self.show_error, machine=self.live.machine_label
+            calls,
+            self.icons.app_icon,
+            self.show_error,
+            machine=lambda m: x.name if (x := self.live.machine(m)) is not None else "",
         )
         self.approvals = self.reviews.dialogs  # mission id -> its open approval dialog
         self.many = ManyActions(calls, lambda title, message: self.confirm(title, message))

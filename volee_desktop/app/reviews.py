@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtGui import QIcon
 
+from volee_desktop.core.model import Mission, MissionStatus
 from volee_desktop.core.registry import Registry
 
 from ..ipc.methods import Method
@@ -40,6 +41,9 @@ class MissionReviews:
         self.icon = icon
         self.show_error = show_error
         self.dialogs: dict[str, ApprovalDialog] = {}
+        # Missions approved here whose merge is not seen yet (it is done after the answer,
+        # on the mission's machine): when each was approved, on ``calls.monotonic``.
+        self.merging: dict[str, float] = {}
 
     def review(self, mission_id: str) -> ApprovalDialog | None:
         """Open (or raise) the approval dialog of a mission."""
@@ -53,8 +57,7 @@ class MissionReviews:
             from .approval import ApprovalDialog
 
             dialog = ApprovalDialog(mission, registry)
-            if where := self.machine(mission_id):
-                dialog.setWindowTitle(f"Review mission on {where} — volee")
+            dialog.set_machine(self.machine(mission_id))
             dialog.setWindowIcon(self.icon())
             dialog.answer.connect(self.answer)
             dialog.diff_wanted.connect(lambda a, m=mission_id: self._read_changes(m, a, True))
@@ -99,13 +102,21 @@ class MissionReviews:
         done = feedback.done_text(Method.MISSIONS_ANSWER, params, registry)
         failed = feedback.failed_text(Method.MISSIONS_ANSWER, params, registry)
 
+        mission_id = str(params.get("mission"))
+        mission = registry.missions.get(mission_id)
+        report = registry.messages.get(mission.report) if mission and mission.report else None
+        approving = report.approving if report is not None else None
+        approves = approving is not None and params.get("option") == approving
+        started = self.calls.monotonic()
+        if approves:  # before the call: its merge may be seen before the answer's reply
+            self.merging[mission_id] = started
+
         async def send() -> None:
-            mission_id = str(params.get("mission"))
             dialog = self.dialogs.get(mission_id)
-            started = self.calls.monotonic()
             try:
                 await self.calls.link().call(Method.MISSIONS_ANSWER, dict(params))
             except LinkError as exc:
+                self.merging.pop(mission_id, None)
                 if dialog is not None:
                     dialog.show_status(f"Not answered: {exc}")
                 self.calls.failed(failed, str(exc))
@@ -113,7 +124,8 @@ class MissionReviews:
             finally:
                 self.calls.called(Method.MISSIONS_ANSWER)
             log.info("mission %s answered: %s", mission_id, params)
-            self.calls.said(done, started)
+            if not approves or mission_id in self.merging:  # else its merge was told first
+                self.calls.said(done, started)
             if dialog is not None:
                 dialog.accept()
 
@@ -132,6 +144,24 @@ class MissionReviews:
             dialog = self.dialogs.get(change.mission[1].id)
             if dialog is not None:
                 dialog.set_mission(change.mission[1], self.calls.registry())
+            if change.mission[1].id in self.merging:
+                self._merge_seen(change.mission[1])
+
+    def _merge_seen(self, mission: Mission) -> None:
+        """An approved mission closed (merged) or was sent back: the list says which."""
+        if mission.status in (MissionStatus.APPROVED, MissionStatus.AWAITING_APPROVAL):
+            return  # still merging (or the approval not recorded yet)
+        started = self.merging.pop(mission.id)
+        where = self.machine(mission.id)
+        on = f" on {where}" if where else ""
+        if mission.status is MissionStatus.CLOSED:
+            self.calls.said(f"Merged{on}: the mission “{mission.goal}” is closed.", started)
+            return
+        again = " again" if mission.status is MissionStatus.REPORTING else ""
+        why = f" ({mission.reason})" if mission.reason else ""
+        self.calls.failed(
+            "Not merged", f"the mission “{mission.goal}”{on} is {mission.status.value}{again}{why}."
+        )
 
     def close(self) -> None:
         for dialog in list(self.dialogs.values()):
