@@ -75,6 +75,19 @@ def test_a_server_without_actions_is_told_where_to_answer() -> None:
     assert "pytest -q" in body
 
 
+def test_a_server_that_takes_actions_but_draws_no_buttons_is_told_where_to_answer_too() -> None:
+    # Issue 28's trial on sway: mako advertises "actions" (makoctl invoke) but draws no
+    # buttons, and its card said nothing of how to answer.
+    from volee_desktop.app.notifybus import server_caps
+
+    mako = server_caps(frozenset({"actions", "body", "body-markup"}), "mako")
+    body = card_body(_notice("pytest -q"), mako, "mako")
+    assert body.endswith("Answer it in volee's agent list (its tray icon) or with mako's menu "
+                         "(`makoctl menu`).")  # fmt: skip
+    dunst = server_caps(frozenset({"actions", "body", "body-markup"}), "dunst")
+    assert "agent list" not in card_body(_notice("pytest -q"), dunst, "dunst")
+
+
 def test_a_pointer_on_a_top_panel_outside_the_work_area_counts_the_list_goes_below() -> None:
     area = QRect(0, 27, 1280, 773)  # the screen less xfce4-panel's 27 px
     where = place_unanchored(LIST, area, QPoint(1129, 13), SCREEN)

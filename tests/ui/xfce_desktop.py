@@ -134,8 +134,10 @@ class XfceDesktop:
         self.run("xdotool", "mousemove", str(x), str(y), "click", str(button))
 
     def window(self, title_part: str) -> tuple[int, int, int, int] | None:
-        """(x, y, w, h) of the first mapped window whose title holds ``title_part``."""
-        found = self.windows(title_part)
+        """(x, y, w, h) of the first mapped window whose title holds ``title_part``. (Named
+        through the class: tests/ui/test_notify_replaced.py calls it on another rig's desktop,
+        which has ``run`` alone.)"""
+        found = XfceDesktop.windows(self, title_part)
         return found[0] if found else None
 
     def windows(self, title_part: str) -> list[tuple[int, int, int, int]]:
@@ -143,7 +145,7 @@ class XfceDesktop:
         found = self.run(
             "xdotool", "search", "--onlyvisible", "--name", title_part, check=False
         ).split()
-        return [g for g in map(self.geometry, found) if g is not None]
+        return [g for w in found if (g := XfceDesktop.geometry(self, w)) is not None]
 
     def geometry(self, wid: str) -> tuple[int, int, int, int] | None:
         """(x, y, w, h) of the window ``wid`` on the screen."""

@@ -87,12 +87,29 @@ def body_text(body: str, markup: bool) -> str:
     return html.escape(body, quote=False) if markup else body
 
 
-def card_body(notice: Notice, caps: frozenset[str]) -> str:
+#: A capability volee adds for a server that takes actions but draws no buttons.
+HIDDEN_BUTTONS = "x-volee-no-buttons-drawn"
+#: Servers that take actions (``makoctl invoke``, a key binding) but draw no buttons: their
+#: cards say how to answer too (seen in issue 28's trial on sway: mako's card said nothing).
+NO_BUTTONS_DRAWN = {"mako": "or with mako's menu (`makoctl menu`)"}
+
+
+def server_caps(caps: frozenset[str], server_name: str) -> frozenset[str]:
+    """``caps`` as the server reported them, with ``HIDDEN_BUTTONS`` for one that draws none."""
+    return caps | {HIDDEN_BUTTONS} if server_name in NO_BUTTONS_DRAWN else caps
+
+
+def card_body(notice: Notice, caps: frozenset[str], server_name: str = "") -> str:
     """The body for a server with ``caps``: how to answer where it has no buttons, escaped
     where it reads markup."""
     body = notice.body
-    if "actions" not in caps and (notice.choices or notice.reply):
-        body = f"{body}\n{NO_BUTTONS}"
+    if notice.choices or notice.reply:
+        if "actions" not in caps:
+            body = f"{body}\n{NO_BUTTONS}"
+        elif HIDDEN_BUTTONS in caps:
+            how = NO_BUTTONS_DRAWN.get(server_name)
+            where = f"volee's agent list (its tray icon){' ' + how if how else ''}"
+            body = f"{body}\nAnswer it in {where}."
     return body_text(body, "body-markup" in caps)
 
 
@@ -118,6 +135,7 @@ class BusSink:
         self._latest: dict[str, Notice] = {}  # by subject: the one a new one replaces
         self._owners: dict[str, Peer] = {}  # unique name -> who (unique names never recur)
         self._caps: dict[str, frozenset[str]] = {}
+        self._names: dict[str, str] = {}  # each server's name (GetServerInformation)
         #: Why notifications are not sent now (an agent owns the name), or None.
         self.refusing: str | None = None
         self._tasks = Tasks()
@@ -233,13 +251,15 @@ class BusSink:
             except OSError as exc:
                 log.warning("notification server capabilities unknown: %s", exc)
                 caps = frozenset()
-            self._caps[server] = caps
             try:
                 about = await self._call(bus, server, PATH, NAME, "GetServerInformation")
                 who = " ".join(str(v) for v in about[:3])
-            except (OSError, ValueError):
+                self._names[server] = str(about[0])
+            except (OSError, ValueError, IndexError):
                 who = server
             log.info("notification server %s: %s", who, ", ".join(sorted(caps)) or "nothing")
+            caps = server_caps(caps, self._names.get(server, ""))
+            self._caps[server] = caps
         return caps
 
     # --- NotificationSink ------------------------------------------------------------------
@@ -269,7 +289,7 @@ class BusSink:
         if notice.reply and "inline-reply" in caps:
             actions += [REPLY_KEY, "Reply"]
             hints["x-kde-reply-submit-button-text"] = Variant("s", "Send")
-        body = card_body(notice, caps)
+        body = card_body(notice, caps, self._names.get(server, ""))
         # The card about the same agent (or mission) on this server is updated in place:
         # the one before is no longer volee's to withdraw or to act on.
         subject = notice.subject if notice.kind is not None else ""
