@@ -336,6 +336,15 @@ async def ended_on_a_bare_rate_limit(daemon: Daemon, agent_id: str, clock: FakeC
     )
 
 
+async def ends_on_the_five_hour_limit(
+    daemon: Daemon, agent_id: str, clock: FakeClock, resets: str
+) -> None:
+    """The bare StopFailure ends the turn on the 5-hour limit, resetting at ``resets``."""
+    ended = await ended_on_a_bare_rate_limit(daemon, agent_id, clock)
+    assert (ended.kind, ended.ended) == (LimitKind.FIVE_HOUR, True)
+    assert ended.resets_at == reset_time(resets, clock.now())
+
+
 @pytest.mark.timeout(60)
 async def test_a_retry_line_redrawn_as_the_error_before_it_was_read_still_names_the_limit(
     daemon: Daemon, project: Path, clock: FakeClock
@@ -438,9 +447,7 @@ async def test_a_retry_line_cut_between_two_reads_of_the_pty_still_names_the_lim
         assert b"5-hour" in line[:at]
     for data in [*chunks[:first], line[:at], line[at:], *chunks[first + 1 : first + 5]]:
         screens.output(a.id, data)
-    ended = await ended_on_a_bare_rate_limit(daemon, a.id, clock)
-    assert (ended.kind, ended.ended) == (LimitKind.FIVE_HOUR, True)
-    assert ended.resets_at == reset_time("9:46pm", clock.now())
+    await ends_on_the_five_hour_limit(daemon, a.id, clock, "9:46pm")
 
 
 @pytest.mark.timeout(60)
@@ -463,9 +470,7 @@ async def test_a_retry_word_cut_by_a_cell_the_row_already_held_still_names_the_l
     assert line in screens.last_text(a.id)  # what the person saw: the whole line
     screens.output(a.id, b"\x1b[20;1H\x1b[2K\xe2\x97\x8f API Error: Request rejected (429)")
     assert a.id not in daemon.limits._looking  # nothing was read while it retried
-    ended = await ended_on_a_bare_rate_limit(daemon, a.id, clock)
-    assert (ended.kind, ended.ended) == (LimitKind.FIVE_HOUR, True)
-    assert ended.resets_at == reset_time("9:46pm", clock.now())
+    await ends_on_the_five_hour_limit(daemon, a.id, clock, "9:46pm")
 
 
 @pytest.mark.timeout(60)
