@@ -183,7 +183,7 @@ class AppController(QObject):
             calls,
             self.icons.app_icon,
             self.show_error,
-            machine=lambda m: x.name if (x := self.live.machine(m)) is not None else "",
+            machine=self.live.machine_name,
         )
         self.approvals = self.reviews.dialogs  # mission id -> its open approval dialog
         self.many = ManyActions(calls, lambda title, message: self.confirm(title, message))
@@ -196,7 +196,7 @@ class AppController(QObject):
             templates=Templates(prefs.parent / "new_agent.json" if prefs is not None else None),
             machines=self._machines,
             icon=self.icons.app_icon,
-            machine_of=lambda a: m.name if (m := self.live.machine(a)) is not None else None,
+            machine_of=lambda a: self.live.machine_name(a) or None,
             parent=self,
         )
         self.model.machine_label = self.live.machine_label  # rows name another machine

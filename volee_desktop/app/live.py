@@ -141,6 +141,11 @@ class LiveRegistry:
         name = self._owner.get(agent_id) or self._owner_of["missions"].get(agent_id)
         return self.machines.get(name) if name is not None else None
 
+    def machine_name(self, agent_id: str) -> str:
+        """``devbox``: the name of the other machine it is on; empty for this machine."""
+        machine = self.machine(agent_id)
+        return machine.name if machine is not None else ""
+
     def machine_label(self, agent_id: str) -> str:
         """``devbox`` / ``devbox unreachable since 14:02`` for a row; empty for this machine."""
         machine = self.machine(agent_id)
