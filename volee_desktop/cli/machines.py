@@ -124,7 +124,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(view)
         return 0
-    print(f"{args.name}: {_state(view)}")
+    print(f"{args.name}: {_state(view) if LOCAL_DAEMON else 'kept; ' + NO_DAEMON_HERE}")
     if args.ssh:
         print(
             "\nRecommended: a key of its own that can only run the bridge (docs/machines.md).\n"
@@ -152,8 +152,6 @@ def _unasked(machine: Machine) -> dict[str, Any]:
 def _state(view: dict[str, Any] | None) -> str:
     if view is None:
         return "kept, but the daemon does not show it (see `volee machine ls`)"
-    if view["problem"] == NO_DAEMON_HERE:
-        return f"kept; {NO_DAEMON_HERE}"
     if view["reachable"]:
         return f"reachable, volee {view['version']}, {view['agents']} agent(s)"
     return f"not reachable ({view['problem']}); volee keeps trying"
