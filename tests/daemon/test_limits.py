@@ -477,6 +477,38 @@ async def test_a_retry_word_cut_by_a_cell_the_row_already_held_still_names_the_l
 
 
 @pytest.mark.timeout(60)
+async def test_a_look_that_finds_the_line_in_flight_takes_the_clock_its_output_said(
+    daemon: Daemon, project: Path, clock: FakeClock
+) -> None:
+    # The line drawn whole with its clock, then redrawn in flight ("retrying… · attempt
+    # 1/4", no clock) before the look read the screen: the row names the limit without its
+    # reset, and the text the output said has it.
+    a = await in_a_second_turn(daemon, project, clock)
+    screens = daemon.limits.screens
+    line = "✻ 5-hour limit reached · retrying in 1s (9:46pm) · attempt 1/4"
+    screens.output(a.id, f"\x1b[20;1H\x1b[2K{line}".encode())
+    flight = "✻ 5-hour limit reached · retrying… · attempt 1/4"
+    screens.output(a.id, f"\x1b[20;1H\x1b[2K{flight}".encode())
+    seen = await until(lambda: agent(daemon, a.id).limit, what="the retry read")
+    assert flight in screens.last_text(a.id)  # what the look read: no clock
+    assert (seen.kind, seen.ended) == (LimitKind.FIVE_HOUR, False)
+    assert seen.resets_at == reset_time("9:46pm", clock.now())
+
+
+@pytest.mark.timeout(60)
+async def test_a_limit_named_with_no_reset_takes_the_clock_a_retry_line_showed_at_its_end(
+    daemon: Daemon, project: Path, clock: FakeClock
+) -> None:
+    # The looks of the turn saw the 5-hour limit only in flight (no clock); the rows fed
+    # later showed "(9:46pm)": the bare StopFailure ends it on that limit with that reset.
+    a = await in_a_second_turn(daemon, project, clock)
+    hit = ev.LimitHit(at=clock.now(), agent=a.id, kind=LimitKind.FIVE_HOUR, attempt=1, attempts=4)
+    await daemon.service.commit([hit])
+    daemon.limits._rows(a.id, ["✻ 5-hour limit reached · retrying in 2s (9:46pm) · attempt 2/4"])
+    await ends_on_the_five_hour_limit(daemon, a.id, clock, "9:46pm")
+
+
+@pytest.mark.timeout(60)
 async def test_a_turn_that_ended_no_longer_has_its_output_read_for_a_retry(
     daemon: Daemon, project: Path, clock: FakeClock
 ) -> None:

@@ -23,6 +23,7 @@ The rules are ``core.limits``'; this module gathers the facts and carries them o
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import re
 import time
@@ -334,11 +335,19 @@ class Limits:
 
     def _rows(self, agent_id: str, lines: list[str]) -> None:
         """Rows an output changed, as the agent's screen is fed (in the feeding thread: one
-        dict write, no event): a retry line of the plan's limit is kept for the bare
+        dict read and write, no event): a retry line of the plan's limit is kept for the bare
         StopFailure that may end the turn, even where "retrying" never came whole."""
         seen = claude.screen_retry(lines)
         if seen is not None and seen.kind.plan:
-            self._retried[agent_id] = seen
+            self._keep_retry(agent_id, seen)
+
+    def _keep_retry(self, agent_id: str, seen: claude.ScreenRetry) -> None:
+        """Keep the last retry line of the plan's limit seen in the turn; the in-flight form
+        ("retrying… · attempt 2/4") shows no clock, so the clock said before stays."""
+        old = self._retried.get(agent_id)
+        if seen.clock is None and old is not None and old.kind is seen.kind:
+            seen = dataclasses.replace(seen, clock=old.clock)
+        self._retried[agent_id] = seen
 
     def _claude_output(self, agent_id: str, data: bytes) -> None:
         """Keep the last retry line Claude Code's output said, read as text (escapes dropped)."""
@@ -350,7 +359,7 @@ class Limits:
         start = max(tail.rfind(mark, 0, cut) for mark in ("✻", "●", "\n", "\r"))
         seen = claude.screen_retry([" ".join(tail[start + 1 :].split())])
         if seen is not None and seen.kind.plan:
-            self._retried[agent_id] = seen
+            self._keep_retry(agent_id, seen)
 
     def _ended_on_rate(self, hit: ev.LimitHit) -> None:
         """A turn ended on a bare rate limit: where Claude Code's output said which plan limit
