@@ -337,6 +337,8 @@ class Limits:
         """Rows an output changed, as the agent's screen is fed (in the feeding thread: one
         dict read and write, no event): a retry line of the plan's limit is kept for the bare
         StopFailure that may end the turn, even where "retrying" never came whole."""
+        if not any("retrying" in line for line in lines):
+            return  # nearly every feed of every agent: no regex for them
         seen = claude.screen_retry(lines)
         if seen is not None and seen.kind.plan:
             self._keep_retry(agent_id, seen)
