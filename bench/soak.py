@@ -250,7 +250,8 @@ class Soak:
     def churn(self) -> None:
         seconds = self.args.minutes * 60
         began = self.began = time.monotonic()
-        kills_at = [began + seconds / 3, began + 2 * seconds / 3]
+        kills = self.args.kills
+        kills_at = [began + seconds * (k + 1) / (kills + 1) for k in range(kills)]
         next_sample = began
         ticks = 0
         while (now := time.monotonic()) < began + seconds:
@@ -365,6 +366,7 @@ def main() -> int:
     parser.add_argument("--sample", type=float, default=30.0)
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     parser.add_argument("--no-app", action="store_true")
+    parser.add_argument("--kills", type=int, default=2, help="daemon SIGKILLs, evenly spread")
     parser.add_argument(
         "--tracemalloc",
         metavar="DIR",

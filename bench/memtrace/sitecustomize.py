@@ -53,6 +53,56 @@ def _rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def _pymalloc() -> dict[str, int]:
+    """pymalloc's own figures from ``sys._debugmallocstats()`` (it writes to fd 2: caught)."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as out:
+        saved = os.dup(2)
+        try:
+            os.dup2(out.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    figures: dict[str, int] = {}
+    for line in text.splitlines():
+        name, sep, value = line.rpartition("=")
+        if sep and name.startswith("#"):
+            try:
+                figures[name.strip("# ").strip()] = int(value.strip().replace(",", ""))
+            except ValueError:
+                pass
+    return figures
+
+
+def _smaps() -> dict[str, int]:
+    """Resident KiB by kind of mapping: the heap, anonymous maps, stacks, files."""
+    sums: dict[str, int] = {}
+    kind = "anon"
+    try:
+        with open("/proc/self/smaps") as f:
+            for line in f:
+                head = line.split()
+                if not head:
+                    continue
+                if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+                    path = head[5] if len(head) > 5 else ""
+                    if path == "[heap]":
+                        kind = "heap"
+                    elif path.startswith("[stack"):
+                        kind = "stack"
+                    else:
+                        kind = "anon" if not path else "special" if path[:1] == "[" else "file"
+                elif head[0] == "Rss:":
+                    sums[kind] = sums.get(kind, 0) + int(head[1])
+    except OSError:
+        pass
+    return sums
+
+
 def _dump_forever(folder: str, role: str, every: float, trim: bool) -> None:
     import tracemalloc
 
@@ -67,6 +117,10 @@ def _dump_forever(folder: str, role: str, every: float, trim: bool) -> None:
         meta: dict[str, object] = {"at": time.time(), "rss": _rss(), "traced": traced}
         meta["peak"] = peak
         meta["mallinfo"] = _mallinfo()
+        meta["smaps_kib"] = _smaps()
+        meta["threads"] = threading.active_count()
+        if os.environ.get("VOLEE_TRACEMALLOC_PYMALLOC") == "1":
+            meta["pymalloc"] = _pymalloc()
         if trim:  # how much of RSS the allocator held free: given back, then measured
             ctypes.CDLL("libc.so.6").malloc_trim(0)
             meta["rss_trimmed"] = _rss()
