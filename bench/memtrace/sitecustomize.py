@@ -6,8 +6,11 @@ and writes a snapshot every VOLEE_TRACEMALLOC_EVERY seconds (default 60) into th
 its RSS and glibc's arena figures beside it, so that the traced total can be set against RSS
 (a leak grows both; fragmentation grows RSS only).  VOLEE_TRACEMALLOC_FRAMES=0 leaves
 tracemalloc off (its own tables cost memory); VOLEE_TRACEMALLOC_TRIM=1 calls ``malloc_trim(0)``
-after each sample and records RSS again (what the allocator held free).  Every other process
-is left alone.  A bench tool, not part of volee: the daemon and the app carry no code for it.
+after each sample and records RSS again (what the allocator held free);
+VOLEE_TRACEMALLOC_PYMALLOC=1 adds pymalloc's own figures; VOLEE_TRACEMALLOC_COLLECT=1 runs a full
+``gc.collect()`` after each sample and records what it found (cyclic garbage held till then).
+Every other process is left alone.  A bench tool, not part of volee: the daemon and the app
+carry no code for it.
 """
 
 from __future__ import annotations
@@ -119,6 +122,14 @@ def _dump_forever(folder: str, role: str, every: float, trim: bool) -> None:
         meta["mallinfo"] = _mallinfo()
         meta["smaps_kib"] = _smaps()
         meta["threads"] = threading.active_count()
+        import gc
+
+        meta["gc_count"] = list(gc.get_count())
+        meta["gc_stats"] = gc.get_stats()
+        if os.environ.get("VOLEE_TRACEMALLOC_COLLECT") == "1":
+            # Cyclic garbage a full collection would free (then RSS again after it).
+            meta["gc_collected"] = gc.collect()
+            meta["rss_collected"] = _rss()
         if os.environ.get("VOLEE_TRACEMALLOC_PYMALLOC") == "1":
             meta["pymalloc"] = _pymalloc()
         if trim:  # how much of RSS the allocator held free: given back, then measured
