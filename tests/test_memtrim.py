@@ -28,6 +28,31 @@ async def test_pokes_make_one_trim_after_the_delay_and_none_at_rest() -> None:
     assert len(trims) == 2  # closed: the scheduled trim is called off
 
 
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+@pytest.mark.parametrize("collect", [True, False], ids=["the daemon's", "without collect"])
+async def test_cyclic_garbage_left_by_work_is_collected_with_the_trim(collect: bool) -> None:
+    import gc
+    import weakref
+
+    trimmer = Trimmer(after=0.05, trim=lambda: True, collect=gc.collect if collect else None)
+    gc.disable()  # only the trimmer collects: Python's own thresholds rarely reach the oldest
+    try:
+        cycle = _Cycle()
+        alive = weakref.ref(cycle)
+        del cycle
+        assert alive() is not None  # garbage, held by its cycle
+        trimmer.poke()
+        await until(lambda: trimmer.trims == 1, what="the trim after the event")
+        assert (alive() is None) is collect
+    finally:
+        gc.enable()
+        trimmer.close()
+
+
 def test_a_poke_without_a_running_loop_does_nothing() -> None:
     trimmer = Trimmer(after=0.0, trim=lambda: True)
     trimmer.poke()

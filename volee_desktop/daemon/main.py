@@ -14,6 +14,7 @@ clock=FakeClock(), lister=FakeLister())``.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import time
@@ -127,8 +128,9 @@ class Daemon:
         # Every request of an agent passes the rules of access.py; refusals are audited.
         self.audit = Audit(service, clock)
         self.status_board = StatusBoard()
-        # The allocator's free pages given back a minute after work (volee_desktop/memtrim.py).
-        self.trimmer = Trimmer()
+        # Cyclic garbage collected and the allocator's free pages given back a minute after
+        # work (volee_desktop/memtrim.py).
+        self.trimmer = Trimmer(collect=gc.collect)
         service.listen(lambda _seq, _event: self.trimmer.poke())
         # Refusals of callers volee could not identify (no agent's timeline to keep them in).
         self.status_board.add("unidentified", self.audit.status)
