@@ -14,12 +14,13 @@ at rest nothing wakes up.  Where the C library is not glibc (macOS, musl) it doe
 The daemon's trimmer also runs a full garbage collection first (``collect``), on the loop's
 thread.  The soak of 2026-12-03 showed the daemon's bytes in use growing by about 11 MiB an
 hour of churn (pymalloc's own count; the same with ``PYTHONMALLOC=malloc``), and a full
-collection every 30 s kept them flat: about a thousand objects in reference cycles (which
-ones is not known yet) are left by each 30 s of work, and
-Python collects its oldest generation only when the objects that reached it since the last
-time exceed a quarter of all the long-lived ones: in a daemon holding a registry, rarely (the
-soak's run of 22 minutes saw one).  One collection a minute after work costs the loop a few
-milliseconds; at rest there is none.  (The app leaves collection to ``app/gcguard.py``.)
+collection every 30 s kept them flat: each 30 s of work leaves about a thousand objects in
+reference cycles (which ones is not known yet), and Python collects its oldest generation
+only when the objects that reached it since the last time exceed a quarter of all the
+long-lived ones: in a daemon holding a registry, rarely (the soak's run of 22 minutes saw
+one).  The collection's time is logged at debug (not measured in a bench yet); at rest there
+is none.  In the app the embedded daemon's trimmer collects on the GUI thread, the loop's,
+as ``app/gcguard.py`` requires; the app's own trimmer does not collect.
 """
 
 from __future__ import annotations
@@ -117,7 +118,8 @@ class Trimmer:
     def _run(self) -> None:
         self._timer = None
         if self.collect is not None:
-            # On the loop's thread: finalizers of what it frees (asyncio's) expect that thread.
+            # On the loop's thread: what it frees may have finalizers that touch the loop (and
+            # in the app, Qt objects must be freed on the GUI thread: app/gcguard.py).
             began = time.perf_counter()
             found = self.collect()
             log.debug(

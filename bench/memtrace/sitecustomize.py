@@ -16,6 +16,7 @@ carry no code for it.
 from __future__ import annotations
 
 import ctypes
+import gc
 import json
 import os
 import sys
@@ -122,8 +123,6 @@ def _dump_forever(folder: str, role: str, every: float, trim: bool) -> None:
         meta["mallinfo"] = _mallinfo()
         meta["smaps_kib"] = _smaps()
         meta["threads"] = threading.active_count()
-        import gc
-
         meta["gc_count"] = list(gc.get_count())
         meta["gc_stats"] = gc.get_stats()
         if os.environ.get("VOLEE_TRACEMALLOC_COLLECT") == "1":
