@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import threading
+import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -109,3 +113,95 @@ def test_a_damaged_kept_screen_is_no_screen(tmp_path: Path, text: str) -> None:
     folder.mkdir()
     (folder / "ag_1.json").write_text(text)
     assert asyncio.run(Screens(folder).snapshot("ag_1")) is None
+
+
+@pytest.fixture
+def no_collector() -> Iterator[None]:
+    """The cyclic collector off: what is freed is freed by reference counting alone."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _emulator_refs(term: Term) -> list[weakref.ref[object]]:
+    return [weakref.ref(term.screen), weakref.ref(term.stream)]
+
+
+@pytest.mark.usefixtures("no_collector")
+def test_a_screen_let_go_is_freed_at_once_not_left_for_the_collector(tmp_path: Path) -> None:
+    # Issue 22: pyte's screen and stream hold themselves in cycles; every screen an agent
+    # left waited for the oldest generation's collection (1,400-2,100 objects a sample in
+    # the soak).  Ended, forgotten, replaced by a new watch connection, or rebuilt: each
+    # is freed when let go.
+    async def run() -> list[tuple[str, list[weakref.ref[object]]]]:
+        screens = Screens(tmp_path / "screens")
+        seen = []
+        for how in ("ended", "forgotten", "replaced"):
+            screens.started("ag_x", 5, 20)
+            screens.output("ag_x", b"\x1b[1mhello\x1b[0m\r\nworld\r\n" * 4)
+            term = screens.terms["ag_x"]
+            assert "world" in (await screens.snapshot("ag_x")).lines  # type: ignore[union-attr]
+            seen.append((how, _emulator_refs(term)))
+            del term
+            if how == "ended":
+                assert await screens.ended("ag_x") is not None
+            elif how == "forgotten":
+                screens.forget("ag_x")
+            else:
+                screens.started("ag_x", 5, 20)
+        return seen
+
+    for how, refs in asyncio.run(run()):
+        assert [ref() for ref in refs] == [None, None], how
+
+
+@pytest.mark.usefixtures("no_collector")
+def test_a_screen_rebuilt_from_the_rest_frees_the_one_it_replaces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sc, "PENDING_LIMIT", 64)
+    term = Term(3, 40)
+    term.add(b"first\r\n")
+    term.render(True)
+    refs = _emulator_refs(term)
+    term.add(b"old output that will be dropped\r\n")
+    term.add(b"x" * 40)
+    term.add(b"\r\nnew\r\n")
+    assert "new" in term.render(True).lines
+    assert [ref() for ref in refs] == [None, None]
+
+
+def test_a_screen_closed_while_it_is_read_is_released_when_the_read_ends() -> None:
+    term = Term(3, 20)
+    term.add(b"before\r\n")
+    term.render(True)
+    reading, go_on = threading.Event(), threading.Event()
+    feed = term.stream.feed
+
+    def slow_feed(data: bytes) -> None:
+        reading.set()
+        assert go_on.wait(10)
+        feed(data)
+
+    term.stream.feed = slow_feed  # type: ignore[method-assign]
+    term.add(b"during\r\n")
+    shots: list[sc.Snapshot] = []
+    reader = threading.Thread(target=lambda: shots.append(term.render(True)))
+    reader.start()
+    assert reading.wait(10)
+
+    term.close()  # from the loop, while the reader's thread holds the screen
+    assert not term.released  # never pulled from under a running read
+
+    go_on.set()
+    reader.join(10)
+    assert shots[0].lines[:2] == ["before", "during"]  # the read finished on a whole screen
+    assert term.released  # and let the screen go as it ended
+    # A read after: the screen as last read, nothing fed to the released emulator.
+    term.add(b"after\r\n")
+    assert term.render(True) is shots[0]
+    term.feed()
+    assert term.render(False).lines[:2] == ["before", "during"]

@@ -110,6 +110,32 @@ class Term:
         self.queue_lock = threading.Lock()  # guards pending (the loop adds, a thread takes)
         self.feed_lock = threading.Lock()  # one feeder at a time
         self.cached: Snapshot | None = None  # the screen as last read, while nothing came
+        self.closed = False  # let go: the emulator is released once no feed runs
+        self.released = False
+
+    def close(self) -> None:
+        """Let the emulator go now (from any thread, without waiting): pyte's screen would
+        otherwise wait in a reference cycle for the oldest generation's collection
+        (``emulator.py``).  A feed or read running meanwhile releases it as it ends; a read
+        after gives the last screen read."""
+        self.closed = True
+        self._release_if_idle()
+
+    def _release_if_idle(self) -> None:
+        # Called after setting ``closed`` (close) or after letting go of the feed lock (a
+        # feeder): whichever comes second finds the lock free and the flag set.
+        if self.closed and not self.released and self.feed_lock.acquire(blocking=False):
+            try:
+                self._release()
+            finally:
+                self.feed_lock.release()
+
+    def _release(self) -> None:
+        if not self.released:
+            from .emulator import release
+
+            self.released = True
+            release(self.screen, self.stream)
 
     def add(self, data: bytes) -> None:
         with self.queue_lock:
@@ -129,18 +155,23 @@ class Term:
     def feed(self) -> None:
         """Feed what is queued (blocking: run it in a thread); the next read renders."""
         with self.feed_lock:
+            if self.released:
+                return
             with self.queue_lock:
                 items, self.pending, self.pending_size = self.pending, [], 0
                 rebuild, self.rebuild = self.rebuild, False
             if items or rebuild:
                 self.cached = None
                 self._feed(items, rebuild)
+        self._release_if_idle()
 
     def _feed(self, items: list[bytes | tuple[int, int]], rebuild: bool) -> None:
         from .emulator import line_text, new_screen
 
         if rebuild:
+            self._release()
             self.screen, self.stream = new_screen(self.cols, self.rows)
+            self.released = False
         screen = self.screen
         watch = self.on_rows
         if watch is not None:
@@ -161,7 +192,17 @@ class Term:
 
     def render(self, live: bool) -> Snapshot:
         """Feed what is queued, then read the screen (blocking: run it in a thread)."""
+        try:
+            return self._render(live)
+        finally:
+            self._release_if_idle()
+
+    def _render(self, live: bool) -> Snapshot:
         with self.feed_lock:
+            if self.released:  # closed: the screen as last read
+                return self.cached or Snapshot(
+                    [], self.rows, self.cols, (0, 0), time.time(), live, 0
+                )
             with self.queue_lock:
                 items, self.pending, self.pending_size = self.pending, [], 0
                 rebuild, self.rebuild = self.rebuild, False
@@ -216,9 +257,12 @@ class Screens:
             for fn in watchers:
                 fn(agent_id, lines)
 
+        old = self.terms.get(agent_id)
         self.terms[agent_id] = Term(
             rows or DEFAULT_ROWS, cols or DEFAULT_COLS, rows_of if watchers else None
         )
+        if old is not None:
+            old.close()
 
     def output(self, agent_id: str, data: bytes) -> None:
         term = self.terms.get(agent_id)
@@ -246,7 +290,10 @@ class Screens:
         term = self.terms.pop(agent_id, None)
         if term is None:
             return None
-        snapshot = await asyncio.to_thread(term.render, False)
+        try:
+            snapshot = await asyncio.to_thread(term.render, False)
+        finally:
+            term.close()
         self.last[agent_id] = snapshot
         try:
             await asyncio.to_thread(self._save, agent_id, snapshot)
@@ -259,7 +306,9 @@ class Screens:
         write_atomic(self.path_of(agent_id), json.dumps(snapshot.to_dict()).encode())
 
     def forget(self, agent_id: str) -> None:
-        self.terms.pop(agent_id, None)
+        term = self.terms.pop(agent_id, None)
+        if term is not None:
+            term.close()
         self.last.pop(agent_id, None)
         self._changed.pop(agent_id, None)
         self.path_of(agent_id).unlink(missing_ok=True)
