@@ -7,7 +7,9 @@ its RSS and glibc's arena figures beside it, so that the traced total can be set
 (a leak grows both; fragmentation grows RSS only).  VOLEE_TRACEMALLOC_FRAMES=0 leaves
 tracemalloc off (its own tables cost memory); VOLEE_TRACEMALLOC_TRIM=1 calls ``malloc_trim(0)``
 after each sample and records RSS again (what the allocator held free);
-VOLEE_TRACEMALLOC_PYMALLOC=1 adds pymalloc's own figures; VOLEE_TRACEMALLOC_COLLECT=1 runs a full
+VOLEE_TRACEMALLOC_PYMALLOC=1 adds pymalloc's own figures; VOLEE_TRACEMALLOC_GARBAGE=1
+counts what a full collection finds unreachable, by type and by code, before it is freed;
+VOLEE_TRACEMALLOC_COLLECT=1 runs a full
 ``gc.collect()`` after each sample and records what it found (cyclic garbage held till then).
 Every other process is left alone.  A bench tool, not part of volee: the daemon and the app
 carry no code for it.
@@ -33,23 +35,27 @@ def _role() -> str | None:
     return None
 
 
+_MALLINFO: list[object] = []  # glibc's mallinfo2, made once: a ctypes type made per sample
+# and a CDLL opened per sample are cyclic garbage of the process measured
+
+
 def _mallinfo() -> dict[str, int]:
     """glibc's mallinfo2: the heap it holds (arena, mmap) against what is in use (uordblks)."""
+    names = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+             "uordblks", "fordblks", "keepcost")  # fmt: skip
+    if not _MALLINFO:
 
-    class Info(ctypes.Structure):
-        _fields_ = [
-            (n, ctypes.c_size_t)
-            for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
-                      "uordblks", "fordblks", "keepcost")
-        ]  # fmt: skip
+        class Info(ctypes.Structure):
+            _fields_ = [(n, ctypes.c_size_t) for n in names]
 
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallinfo2.restype = Info
-        info = libc.mallinfo2()
-    except (OSError, AttributeError):
-        return {}
-    return {name: int(getattr(info, name)) for name, _ in Info._fields_}
+        try:
+            call = ctypes.CDLL("libc.so.6").mallinfo2
+        except (OSError, AttributeError):
+            return {}
+        call.restype = Info
+        _MALLINFO.append(call)
+    info = _MALLINFO[0]()  # type: ignore[operator]
+    return {name: int(getattr(info, name)) for name in names}
 
 
 def _rss() -> int:
@@ -107,6 +113,39 @@ def _smaps() -> dict[str, int]:
     return sums
 
 
+def _garbage() -> dict[str, object]:
+    """What a full collection finds unreachable, by type and by the module of its code.
+
+    ``DEBUG_SAVEALL`` keeps the unreachable objects in ``gc.garbage`` instead of freeing
+    them, so they can be counted; then they are let go.
+    """
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        found = gc.collect()
+        types: dict[str, int] = {}
+        where: dict[str, int] = {}
+        for obj in gc.garbage:
+            kind = type(obj)
+            name = f"{kind.__module__}.{kind.__qualname__}"
+            types[name] = types.get(name, 0) + 1
+            frame = getattr(obj, "tb_frame", None)  # a traceback: where it was raised
+            code = (
+                getattr(obj, "f_code", None)
+                or getattr(obj, "cr_code", None)
+                or getattr(obj, "__code__", None)
+                or getattr(frame, "f_code", None)
+            )
+            if code is not None:
+                at = f"{code.co_filename}:{code.co_firstlineno} {code.co_name}"
+                where[at] = where.get(at, 0) + 1
+    finally:
+        gc.garbage.clear()
+        gc.set_debug(0)
+    top = sorted(types.items(), key=lambda kv: -kv[1])[:25]
+    code_top = sorted(where.items(), key=lambda kv: -kv[1])[:25]
+    return {"found": found, "types": dict(top), "code": dict(code_top)}
+
+
 def _dump_forever(folder: str, role: str, every: float, trim: bool) -> None:
     import tracemalloc
 
@@ -125,14 +164,19 @@ def _dump_forever(folder: str, role: str, every: float, trim: bool) -> None:
         meta["threads"] = threading.active_count()
         meta["gc_count"] = list(gc.get_count())
         meta["gc_stats"] = gc.get_stats()
-        if os.environ.get("VOLEE_TRACEMALLOC_COLLECT") == "1":
+        if os.environ.get("VOLEE_TRACEMALLOC_GARBAGE") == "1":
+            meta["gc_garbage"] = _garbage()
+            meta["rss_collected"] = _rss()
+        elif os.environ.get("VOLEE_TRACEMALLOC_COLLECT") == "1":
             # Cyclic garbage a full collection would free (then RSS again after it).
+            began = time.perf_counter()  # what the daemon's collection after work costs
             meta["gc_collected"] = gc.collect()
+            meta["gc_seconds"] = time.perf_counter() - began
             meta["rss_collected"] = _rss()
         if os.environ.get("VOLEE_TRACEMALLOC_PYMALLOC") == "1":
             meta["pymalloc"] = _pymalloc()
         if trim:  # how much of RSS the allocator held free: given back, then measured
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
+            ctypes.CDLL(None).malloc_trim(0)
             meta["rss_trimmed"] = _rss()
         with open(stem + ".json", "w") as f:
             json.dump(meta, f)
