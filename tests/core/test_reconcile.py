@@ -217,6 +217,46 @@ def test_a_session_file_that_says_done_makes_an_idle_agent_done_unless_seen_sinc
     assert reconcile(seen_after, pi_listing(T0 + 5), None, {25069}, NOW) == []
 
 
+def test_a_turn_that_ends_while_the_listing_that_finds_its_agent_runs_is_done() -> None:
+    """ci-6's pi, under load: the listing that found the pi process began before pi wrote its
+    session file and ended after its reply was in it (a stand-in, registered idle at the
+    listing's end); the next listing found the file, linked the session and said done, at
+    the file's time: before the agent's registration, never after it.  The registration's
+    idle was what that listing saw when it began, not a state anyone saw since: done."""
+    from volee_desktop.core.reconcile import ListedSession
+    from volee_desktop.core.states import Coarse
+
+    stand_in = ListedSession(
+        harness=Harness.PI, session="pid-401-1700000000", pid=401, cwd="/p", stand_in=True
+    )
+    first = Listing(sessions=(stand_in,), complete=frozenset({Harness.PI}), taken_at=T0 + 10)
+    registry = apply_all(Registry(), reconcile(Registry(), first, None, {401}, T0 + 15))
+    (agent,) = registry.agents.values()
+    assert (agent.state, agent.state_since) == (AgentState.IDLE, T0 + 15)
+
+    found = ListedSession(
+        harness=Harness.PI, session=S2, pid=401, cwd="/p",
+        status=Coarse.IDLE, done=True, done_at=T0 + 12,
+    )  # fmt: skip
+    second = Listing(sessions=(found,), complete=frozenset({Harness.PI}), taken_at=T0 + 16)
+    after = apply_all(registry, reconcile(registry, second, first, {401}, T0 + 17))
+    assert (after.agents[agent.id].session, after.agents[agent.id].state) == (
+        S2,
+        AgentState.DONE,
+    )
+    # Once its state changed (the person saw it done, then idle), an older turn stays seen.
+    seen = apply_all(
+        registry,
+        [
+            state(agent.id, AgentState.DONE, at=T0 + 15.5),
+            state(agent.id, AgentState.IDLE, at=T0 + 15.6),
+        ],
+    )
+    assert AgentState.DONE not in [
+        getattr(e, "state", None) for e in reconcile(seen, second, first, {401}, T0 + 17)
+    ]
+
+
 def test_a_richer_state_from_hooks_is_never_overwritten_by_a_coarser_one() -> None:
     registry = given(
         *host_agent(),

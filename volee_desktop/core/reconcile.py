@@ -461,7 +461,10 @@ def _state_events(
         session.done
         and agent.state is AgentState.IDLE
         and session.done_at is not None
-        and session.done_at > agent.state_since
+        # A turn that ended after the agent last became idle; or any turn, while the agent
+        # is still in the idle the listing that found it saw: that listing looked when it
+        # began, and a reply written while it ran is older than the registration (ci-6).
+        and (session.done_at > agent.state_since or agent.state_since == agent.created_at)
     ):
         return [ev.StateChanged(at=now, agent=agent.id, state=AgentState.DONE)]
     if session.status is None or coarse(agent.state) is session.status:
