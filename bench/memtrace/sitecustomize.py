@@ -169,9 +169,13 @@ def _dump_forever(folder: str, role: str, every: float, trim: bool) -> None:
             meta["rss_collected"] = _rss()
         elif os.environ.get("VOLEE_TRACEMALLOC_COLLECT") == "1":
             # Cyclic garbage a full collection would free (then RSS again after it).
-            began = time.perf_counter()  # what the daemon's collection after work costs
+            # What the daemon's collection after work costs: wall time, and this thread's CPU
+            # time (the wall time of a loaded machine counts other processes' turns too).
+            began, cpu = time.perf_counter(), time.thread_time()
             meta["gc_collected"] = gc.collect()
             meta["gc_seconds"] = time.perf_counter() - began
+            meta["gc_cpu_seconds"] = time.thread_time() - cpu
+            meta["gc_tracked"] = len(gc.get_objects())
             meta["rss_collected"] = _rss()
         if os.environ.get("VOLEE_TRACEMALLOC_PYMALLOC") == "1":
             meta["pymalloc"] = _pymalloc()
