@@ -43,6 +43,12 @@ def _leftover(pidfile: Path, seen: list[psutil.Process]) -> psutil.Process:
     return proc
 
 
+def _held_until(go: Path) -> str:
+    """Shell that waits for ``go`` to exist: the program ends only once the test holds its
+    leftover (under load the host ended it before the test looked: ci-8)."""
+    return f"until [ -e {go} ]; do sleep 0.05; done"
+
+
 def _gone(proc: psutil.Process) -> bool:
     # is_running() compares the start time too: a reused pid is not taken for the leftover.
     return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
@@ -55,9 +61,12 @@ def test_leftovers_of_a_program_that_exits_normally_are_ended(
     # As nohup does (a plain `&` dies of the terminal's hangup when the program ends).
     child_sh = rig.root / "child.sh"
     child_sh.write_text(f"trap '' HUP\necho $$ > {pidfile}\nexec sleep 300\n")
-    script = f"sh {child_sh} & until [ -s {pidfile} ]; do sleep 0.05; done; exit 0"
+    go = rig.root / "go"
+    script = f"sh {child_sh} & {_held_until(go)}; exit 0"
     record = rig.launch(["sh", "-c", script])
     child = _leftover(pidfile, seen)
+    assert child.is_running()
+    go.touch()
 
     on_disk = rig.wait_exit()
     wait_until(lambda: not host_alive(record), 15, "the host to exit")
@@ -74,10 +83,12 @@ def test_leftovers_become_the_person_when_their_host_ends_not_even_setsid_and_si
     pidfile = rig.root / "waiter.pid"
     waiter = rig.root / "waiter.sh"
     waiter.write_text(f"trap '' TERM\necho $$ > {pidfile}\nwhile :; do sleep 1; done\n")
-    script = f"setsid sh -c '(sh {waiter}) &'; until [ -s {pidfile} ]; do sleep 0.05; done; exit 3"
+    go = rig.root / "go"
+    script = f"setsid sh -c '(sh {waiter}) &'; {_held_until(go)}; exit 3"
     record = rig.launch(["sh", "-c", script])
     left = _leftover(pidfile, seen)
     assert os.getsid(left.pid) != record.program_pid  # it left the program's session
+    go.touch()
 
     rig.wait_exit()
     wait_until(lambda: not host_alive(record), 15, "the host to exit")
