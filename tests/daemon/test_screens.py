@@ -15,6 +15,21 @@ from volee_desktop.daemon.agents import screens as sc
 from volee_desktop.daemon.agents.screens import Screens, Term
 
 
+@pytest.fixture
+def no_collector() -> Iterator[None]:
+    """The cyclic collector off: what is freed is freed by reference counting alone."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _emulator_refs(term: Term) -> list[weakref.ref[object]]:
+    return [weakref.ref(term.screen), weakref.ref(term.stream)]
+
+
 def test_a_terminal_renders_what_a_terminal_would() -> None:
     term = Term(5, 20)
     # Claude Code-style redraws: carriage returns, cursor up, erase line, colours.
@@ -46,17 +61,23 @@ def test_lines_scrolled_off_the_top_are_kept_and_a_resize_is_followed() -> None:
     assert "wide wide wide wide wide" in shot.lines
 
 
+@pytest.mark.usefixtures("no_collector")
 def test_too_much_output_waiting_rebuilds_the_screen_from_the_rest(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(sc, "PENDING_LIMIT", 64)
     term = Term(3, 40)
+    term.add(b"first\r\n")
+    term.render(True)
+    replaced = _emulator_refs(term)
     term.add(b"old output that will be dropped\r\n")
     term.add(b"x" * 40)
     term.add(b"\r\nnew\r\n")
     shot = term.render(True)
     assert all("old output" not in line for line in [*shot.history, *shot.lines])
     assert "new" in shot.lines
+    # The screen it replaces is freed at once, with the collector off (issue 22).
+    assert [ref() for ref in replaced] == [None, None]
 
 
 def test_the_last_screen_is_kept_on_disk_and_forgotten(tmp_path: Path) -> None:
@@ -115,21 +136,6 @@ def test_a_damaged_kept_screen_is_no_screen(tmp_path: Path, text: str) -> None:
     assert asyncio.run(Screens(folder).snapshot("ag_1")) is None
 
 
-@pytest.fixture
-def no_collector() -> Iterator[None]:
-    """The cyclic collector off: what is freed is freed by reference counting alone."""
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-def _emulator_refs(term: Term) -> list[weakref.ref[object]]:
-    return [weakref.ref(term.screen), weakref.ref(term.stream)]
-
-
 @pytest.mark.usefixtures("no_collector")
 def test_a_screen_let_go_is_freed_at_once_not_left_for_the_collector(tmp_path: Path) -> None:
     # Issue 22: pyte's screen and stream hold themselves in cycles; every screen an agent
@@ -156,22 +162,6 @@ def test_a_screen_let_go_is_freed_at_once_not_left_for_the_collector(tmp_path: P
 
     for how, refs in asyncio.run(run()):
         assert [ref() for ref in refs] == [None, None], how
-
-
-@pytest.mark.usefixtures("no_collector")
-def test_a_screen_rebuilt_from_the_rest_frees_the_one_it_replaces(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(sc, "PENDING_LIMIT", 64)
-    term = Term(3, 40)
-    term.add(b"first\r\n")
-    term.render(True)
-    refs = _emulator_refs(term)
-    term.add(b"old output that will be dropped\r\n")
-    term.add(b"x" * 40)
-    term.add(b"\r\nnew\r\n")
-    assert "new" in term.render(True).lines
-    assert [ref() for ref in refs] == [None, None]
 
 
 def test_a_screen_closed_while_it_is_read_is_released_when_the_read_ends() -> None:
