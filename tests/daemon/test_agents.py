@@ -454,6 +454,49 @@ async def test_refused_in_its_own_terminal_ends_the_request_and_a_later_allow_is
     assert not (rig.project / "asked.txt").exists()
 
 
+async def test_refused_in_its_own_terminal_when_its_request_was_told_after_the_dialog_drawn(
+    rig: Rig, typed: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under load (ci-3) the request reached the daemon after its dialog was drawn (a hook
+    # late or spooled; the notification's vaguer request was there first): no output came
+    # after it, so volee never saw that request's dialog on screen and took the dialog's
+    # going for nothing. A request told late is looked for on screen at once.
+    from volee_desktop.daemon.agents.intake import hook_request
+
+    held: list[Any] = []
+    hook = rig.d.intake.hook
+
+    async def late(params: Any, **kw: Any) -> Any:
+        if hook_request(params).event in ("PermissionRequest", "Notification"):
+            held.append(params)  # answered, not committed yet
+            return {"accepted": True, "events": 0}
+        return await hook(params, **kw)
+
+    monkeypatch.setattr(rig.d.intake, "hook", late)
+    view = await rig.spawn("ASK: echo yes > asked.txt")
+    await rig.wait(
+        view["id"],
+        lambda _a: "Do you want to proceed?" in rig.d.agents.screens.last_text(view["id"]),
+        "the dialog drawn",
+    )
+    assert rig.agent(view["id"]).request is None
+    assert len(held) == 2
+    for params in held:  # the request and the notification, told late, in their order
+        assert (await hook(params))["accepted"]
+    request = rig.agent(view["id"]).request
+    assert request is not None
+    assert request.summary == "Bash: echo yes > asked.txt"
+
+    with HostClient(rig.d.agents.socket_of(view["id"])).open_stream() as stream:
+        stream.write(b"\x1b")
+        agent = await rig.wait_state(view["id"], AgentState.IDLE, "answered in its terminal")
+
+    assert agent.request is None
+    assert agent.detail == "answered in its terminal"
+    assert typed == []
+    assert not (rig.project / "asked.txt").exists()
+
+
 async def test_a_program_that_fails_at_once_leaves_what_it_printed(rig: Rig) -> None:
     view = await rig.spawn(
         None,

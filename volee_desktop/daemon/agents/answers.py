@@ -439,6 +439,10 @@ class Answers:
             return
         if not isinstance(event, ev.StateChanged) or event.request is None:
             return
+        # A request told after its dialog was drawn (a hook late or spooled under load) would
+        # never be seen on screen, so its dialog's going would count for nothing (ci-3): look
+        # now, not only at the next output.
+        self._output(event.agent)
         agent = self.service.current().agents.get(event.agent)
         if agent is not None and agent.cwd and agent.launch is not None:
             self.tasks.spawn(self._branch(agent.id, agent.cwd), f"branch of {agent.name}")
