@@ -461,7 +461,7 @@ async def test_refused_in_its_own_terminal_when_its_request_was_told_after_the_d
     # late or spooled; the notification's vaguer request was there first): no output came
     # after it, so volee never saw that request's dialog on screen and took the dialog's
     # going for nothing. A request told late is looked for on screen at once.
-    from volee_desktop.daemon.agents.intake import hook_request
+    from volee_desktop.daemon.params import hook_request
 
     held: list[Any] = []
     hook = rig.d.intake.hook
