@@ -15,13 +15,13 @@ The daemon's trimmer also runs a full garbage collection first (``collect``), on
 thread.  The soak of 2026-12-03 showed the daemon's bytes in use growing by about 11 MiB an
 hour of churn (pymalloc's own count; the same with ``PYTHONMALLOC=malloc``), and a full
 collection every 30 s kept them flat: each 30 s of work left about a thousand objects in
-reference cycles, and Python collects its oldest generation
-only when the objects that reached it since the last time exceed a quarter of all the
-long-lived ones: in a daemon holding a registry, rarely (the soak's run of 22 minutes saw
-one).  Most were the agents' screens (pyte's, freed at once since: ``daemon/agents/emulator.py``);
-what is left is asyncio's own (every socket transport keeps a bound method of itself, so each
-connection closed waits for a collection: 10-30 a 30 s sample of the soak) and a few closures
-of ``json``'s pure-Python encoder.  The collection's time is logged at debug; at rest there is
+reference cycles, and Python collects its oldest generation only when the objects that
+reached it since the last time exceed a quarter of all the long-lived ones: in a daemon
+holding a registry, rarely (the soak's run of 22 minutes saw one).  Most were the agents'
+screens (pyte's, freed at once since: ``daemon/agents/emulator.py``); what is left is
+asyncio's own (every socket transport keeps a bound method of itself, so each connection
+closed waits for a collection: 10-30 a 30 s sample of the soak) and a few closures of
+``json``'s pure-Python encoder.  The collection's time is logged at debug; at rest there is
 none.  In the app the embedded daemon's trimmer collects on the GUI thread, the loop's,
 as ``app/gcguard.py`` requires; the app's own trimmer does not collect.
 """

@@ -126,16 +126,13 @@ class Term:
         # feeder): whichever comes second finds the lock free and the flag set.
         if self.closed and not self.released and self.feed_lock.acquire(blocking=False):
             try:
-                self._release()
+                if not self.released:
+                    from .emulator import release
+
+                    self.released = True
+                    release(self.screen, self.stream)
             finally:
                 self.feed_lock.release()
-
-    def _release(self) -> None:
-        if not self.released:
-            from .emulator import release
-
-            self.released = True
-            release(self.screen, self.stream)
 
     def add(self, data: bytes) -> None:
         with self.queue_lock:
@@ -166,12 +163,11 @@ class Term:
         self._release_if_idle()
 
     def _feed(self, items: list[bytes | tuple[int, int]], rebuild: bool) -> None:
-        from .emulator import line_text, new_screen
+        from .emulator import line_text, new_screen, release
 
         if rebuild:
-            self._release()
+            release(self.screen, self.stream)  # the screen replaced is freed at once
             self.screen, self.stream = new_screen(self.cols, self.rows)
-            self.released = False
         screen = self.screen
         watch = self.on_rows
         if watch is not None:
