@@ -49,6 +49,41 @@ def test_the_file_is_wal_versioned_and_fsyncs_each_commit(path: Path) -> None:
         assert sql(path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
 
 
+def _sqlite_memory() -> int | None:
+    """The bytes SQLite holds in this process (None where its library cannot be asked)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("sqlite3")
+    try:
+        lib = ctypes.CDLL(name or "libsqlite3.so.0")
+        used = lib.sqlite3_memory_used
+    except (OSError, AttributeError):
+        return None
+    used.restype = ctypes.c_int64
+    return int(used())
+
+
+def test_the_page_cache_stays_small_as_the_log_grows(path: Path) -> None:
+    # Issue 22's soak: SQLite's default 2 MiB page cache per connection filled as the log
+    # grew, and the daemon's memory with it, for the first hour of a day's log.
+    before = _sqlite_memory()
+    if before is None:
+        pytest.skip("SQLite's library cannot be asked for its memory here")
+    with EventLog.open(path) as log:
+        assert log._writer.execute("PRAGMA cache_size").fetchone() == (-512,)
+        opened = _sqlite_memory()
+        assert opened is not None
+        for batch in range(60):  # 6 MB of records, three times the default cache
+            records = [
+                Record("filled", 1, f"{batch}-{n}".encode().ljust(1000, b".")) for n in range(100)
+            ]
+            log.append_sync(records, key=f"batch-{batch}")
+            assert log.key_seq(f"batch-{batch}") == log.last_seq() - 99  # the reader's too
+        grown = (_sqlite_memory() or 0) - opened
+    assert grown < 1024 * 1024, f"SQLite grew by {grown / 2**20:.2f} MiB"
+
+
 def test_a_log_from_a_newer_volee_is_refused(path: Path) -> None:
     fill(path, 1)
     sql(path, "PRAGMA user_version = 99")
