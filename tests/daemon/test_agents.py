@@ -454,6 +454,38 @@ async def test_refused_in_its_own_terminal_ends_the_request_and_a_later_allow_is
     assert not (rig.project / "asked.txt").exists()
 
 
+async def test_refused_in_its_own_terminal_while_volee_was_slow_to_read_the_screen(
+    rig: Rig, typed: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under load (ci-9, and 8 of 120 runs beside stress-ng) volee's look at the screen waited
+    # for a worker thread while the dialog was drawn and refused: by the time it read the
+    # screen, the dialog had come and gone, so it never saw it and took its going for
+    # nothing. The dialog is looked for as the output is fed, not only when volee reads.
+    screens = rig.d.agents.screens
+    read = screens.snapshot
+    go = asyncio.Event()
+
+    async def slow(agent_id: str) -> Any:
+        await go.wait()  # a worker thread free only after the person answered
+        return await read(agent_id)
+
+    monkeypatch.setattr(screens, "snapshot", slow)
+    view = await asking(rig)
+    with HostClient(rig.d.agents.socket_of(view["id"])).open_stream() as stream:
+        stream.write(b"\x1b")
+        await rig.wait(
+            view["id"],
+            lambda _a: "Interrupted" in screens.last_text(view["id"]),
+            "the refusal on screen",
+        )
+        go.set()
+        agent = await rig.wait_state(view["id"], AgentState.IDLE, "answered in its terminal")
+
+    assert agent.request is None
+    assert typed == []
+    assert not (rig.project / "asked.txt").exists()
+
+
 async def test_refused_in_its_own_terminal_when_its_request_was_told_after_the_dialog_drawn(
     rig: Rig, typed: list[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:

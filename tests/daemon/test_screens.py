@@ -47,6 +47,27 @@ def test_a_terminal_renders_what_a_terminal_would() -> None:
     assert term.render(True) is shot
 
 
+def test_a_probe_sees_each_output_as_fed_even_one_drawn_over_before_the_next_read() -> None:
+    term = Term(3, 20)
+    screens: list[list[str]] = []
+
+    def probe(lines: list[str]) -> bool:
+        screens.append(lines)
+        return "ASK" in lines[0]
+
+    term.probe = probe
+    term.add(b"working")
+    term.add(b"\rASK: allow?")
+    term.add(b"\r\x1b[2Kanswered")
+    term.add(b"\r\n more")
+
+    shot = term.render(True)
+
+    assert shot.lines[0] == "answered"  # what a read shows: the question already gone
+    assert [s[0] for s in screens] == ["working", "ASK: allow?"]  # then it is let go
+    assert term.probe is None
+
+
 def test_lines_scrolled_off_the_top_are_kept_and_a_resize_is_followed() -> None:
     term = Term(3, 10)
     term.add(b"".join(f"l{i}\r\n".encode() for i in range(6)))

@@ -437,7 +437,13 @@ class Answers:
             self._locks.pop(event.agent, None)
             self._seen.pop(event.agent, None)
             return
-        if not isinstance(event, ev.StateChanged) or event.request is None:
+        if isinstance(event, ev.RequestAnswered):
+            self.screens.probe(event.agent, None)
+            return
+        if not isinstance(event, ev.StateChanged):
+            return
+        self._watch_for_dialog(event.agent)
+        if event.request is None:
             return
         # A request told after its dialog was drawn (a hook late or spooled under load) would
         # never be seen on screen, so its dialog's going would count for nothing (ci-3): look
@@ -511,7 +517,31 @@ class Answers:
         if _still_shows(snapshot, request):
             self._seen_at(agent_id, request.id)
             return None
-        return request if self._seen.get(agent_id, ("", 0.0))[0] == request.id else None
+        if self._seen.get(agent_id, ("", 0.0))[0] == request.id:
+            return request
+        self._watch_for_dialog(agent_id)  # again: a new watch connection, a new terminal
+        return None
+
+    def _watch_for_dialog(self, agent_id: str) -> None:
+        """While the agent's open request has not been seen on screen, look for its dialog in
+        each output as it is fed: a look reads the screen in a worker thread, and under load
+        the dialog could be drawn and refused before a worker was free (ci-9), never seen."""
+        agent = self.service.current().agents.get(agent_id)
+        request = agent.request if agent is not None else None
+        if request is None or request.answered is not None:
+            self.screens.probe(agent_id, None)
+            return
+        if self._seen.get(agent_id, ("", 0.0))[0] == request.id:
+            return
+        seen = self._seen_at
+
+        def probe(lines: list[str]) -> bool:  # in the feeding thread: a dict write if shown
+            if isinstance(dialog_for(lines, request), Dialog):
+                seen(agent_id, request.id)
+                return True
+            return False
+
+        self.screens.probe(agent_id, probe)
 
     def _seen_at(self, agent_id: str, request_id: str) -> float:
         """When the dialog of the agent's request ``request_id`` was first seen (now if not

@@ -112,6 +112,9 @@ class Term:
         self.cached: Snapshot | None = None  # the screen as last read, while nothing came
         self.closed = False  # let go: the emulator is released once no feed runs
         self.released = False
+        #: Given the whole screen after each output is fed (in the feeding thread) until it
+        #: says True: a dialog drawn and answered between two reads is still seen.
+        self.probe: Callable[[list[str]], bool] | None = None
 
     def close(self) -> None:
         """Let the emulator go now (from any thread, without waiting): pyte's screen would
@@ -185,6 +188,11 @@ class Term:
                 rows = sorted(y for y in screen.dirty if 0 <= y < screen.lines)
                 screen.dirty.clear()
                 watch([line_text(screen.buffer[y], screen.columns) for y in rows])
+            probe = self.probe
+            if probe is not None and probe(
+                [line_text(screen.buffer[y], screen.columns) for y in range(screen.lines)]
+            ):
+                self.probe = None
 
     def render(self, live: bool) -> Snapshot:
         """Feed what is queued, then read the screen (blocking: run it in a thread)."""
@@ -275,6 +283,13 @@ class Screens:
     def changed(self, agent_id: str) -> asyncio.Event:
         """An event set at the agent's next output (to wait for a screen to change)."""
         return self._changed.setdefault(agent_id, asyncio.Event())
+
+    def probe(self, agent_id: str, probe: Callable[[list[str]], bool] | None) -> None:
+        """Give the agent's whole screen to ``probe`` after each output fed to it (in the
+        feeding thread), until it says True or another probe (or None) replaces it."""
+        term = self.terms.get(agent_id)
+        if term is not None:
+            term.probe = probe
 
     def resized(self, agent_id: str, rows: int, cols: int) -> None:
         term = self.terms.get(agent_id)
