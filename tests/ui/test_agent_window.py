@@ -78,6 +78,41 @@ def test_the_screen_keeps_its_last_rows_in_view_when_a_dialog_opens(
     assert bar.value() == 0
 
 
+def test_a_claude_code_screen_shows_its_command_and_its_spinner_in_a_window_of_29_rows(
+    qtbot: Any, world: World
+) -> None:
+    # The trial of issue 28 on X11: 40 rows, the command at the top, 20 blank rows, the
+    # spinner and the prompt at the bottom; the window followed the end and showed blank rows
+    # and the spinner only.
+    from volee_desktop.app.agent_window import AgentWindow
+
+    a = world.agent("docs-writer", AgentState.WORKING)
+    window = AgentWindow(world.link.registry.agents[a])
+    qtbot.addWidget(window)
+    window.resize(900, 560)
+    window.show()
+    qtbot.waitExposed(window)
+    top = ["╭─ Claude Code ─╮", "", "> write the docs", "", "⏺ Bash(python3 -c 'print(1)')"]
+    top += ["  ⎿  1"] + [""] * 4
+    bottom = ["✽ Herding… (12s · esc to interrupt)", "", "❯ ", "", "  ⏵⏵ accept edits on"]
+    window.set_screen("\n".join(top + [""] * 20 + bottom + [""] * 5), version=1)
+
+    shown = window.output.toPlainText().splitlines()
+    assert "⏺ Bash(python3 -c 'print(1)')" in shown
+    assert shown[-1] == "  ⏵⏵ accept edits on"
+    assert "\n\n\n" not in window.output.toPlainText()  # a run of blank rows is one
+    bar = window.output.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() == 0, timeout=3000)  # all of it in view
+
+
+def test_blank_rows_are_folded_and_the_text_is_kept() -> None:
+    from volee_desktop.app.texts import readable_screen
+
+    assert readable_screen("\n\na\n\n\n\nb\nc\n\n  \n") == "a\n\nb\nc"
+    assert readable_screen("  x  \n\ty") == "  x  \n\ty"  # the rows' own spaces stay
+    assert readable_screen("\n \n") == ""
+
+
 def test_every_glyph_claude_code_draws_has_a_real_glyph_in_the_screens_font(
     controller: Any, world: World, qtbot: Any
 ) -> None:

@@ -65,7 +65,7 @@ from .conversation import ConversationView
 from .placement import FALLBACK_AREA
 from .request_bar import RequestBar
 from .termfont import terminal_font
-from .texts import detail_text, state_colour, state_label
+from .texts import detail_text, readable_screen, state_colour, state_label
 
 FOLLOW_MS = 1000  # a shown window asks for the screen once a second
 #: The columns of an agent's PTY (the hosts' default; ``agents.output`` says its ``cols``).
@@ -330,7 +330,7 @@ class AgentWindow(QWidget):
         try:
             bar = self.output.verticalScrollBar()
             value = bar.value()
-            self.output.setPlainText(text)
+            self.output.setPlainText(readable_screen(text))
             if not self.follow:
                 bar.setValue(value)  # where the person scrolled to
         finally:

@@ -334,3 +334,25 @@ def plan_line(agents: Iterable[Agent], warn_at: float | None = None) -> str:
     shares = [x for x in (plan.five_hour, plan.seven_day) if x is not None]
     warn = warn_at is not None and max(shares) >= warn_at
     return ("⚠ " if warn else "") + "plan: " + " · ".join(parts)
+
+
+def readable_screen(text: str) -> str:
+    """An agent's screen as the agent window shows it: a run of blank rows between rows of
+    text is one blank row, and the blank rows after the last text go.
+
+    Claude Code draws 40 rows: its banner and the command it runs at the top, its spinner,
+    prompt and mode line at the bottom, and 20 blank rows between; a window of 29 rows that
+    follows the end showed the blank rows and the spinner, not the command (the trial of issue
+    28 on X11).  The rows' text is unchanged; only their spacing is not the terminal's.
+    """
+    shown: list[str] = []
+    blank = False
+    for line in text.splitlines():
+        if line.strip():
+            if blank and shown:
+                shown.append("")
+            shown.append(line)
+            blank = False
+        else:
+            blank = True
+    return "\n".join(shown)
