@@ -189,9 +189,13 @@ class Term:
                 screen.dirty.clear()
                 watch([line_text(screen.buffer[y], screen.columns) for y in rows])
             probe = self.probe
-            if probe is not None and probe(
-                [line_text(screen.buffer[y], screen.columns) for y in range(screen.lines)]
-            ):
+            if (
+                probe is not None
+                and probe(
+                    [line_text(screen.buffer[y], screen.columns) for y in range(screen.lines)]
+                )
+                and self.probe is probe
+            ):  # not one the loop put in its place meanwhile
                 self.probe = None
 
     def render(self, live: bool) -> Snapshot:
