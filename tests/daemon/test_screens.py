@@ -68,6 +68,27 @@ def test_a_probe_sees_each_output_as_fed_even_one_drawn_over_before_the_next_rea
     assert term.probe is None
 
 
+def test_a_probe_that_never_finds_its_dialog_is_given_a_bounded_number_of_outputs(
+    tmp_path: Path,
+) -> None:
+    screens = Screens(tmp_path)
+    screens.started("ag", 3, 20)
+    given: list[int] = []
+    screens.probe("ag", lambda _lines: given.append(1) is not None, "rq_1")  # never True
+    for n in range(sc.PROBE_OUTPUTS + 10):
+        screens.output("ag", f"{n}\r\n".encode())
+        if n == 5:
+            screens.probe("ag", lambda _lines: True, "rq_1")  # the same request: not again
+    screens.terms["ag"].render(True)
+
+    assert len(given) == sc.PROBE_OUTPUTS  # each read of the whole screen costs (1.4 ms)
+    assert screens.terms["ag"].probe is None
+    screens.probe("ag", lambda _lines: given.append(2) is None, "rq_2")  # another request
+    screens.output("ag", b"x")
+    screens.terms["ag"].render(True)
+    assert given[-1] == 2
+
+
 def test_lines_scrolled_off_the_top_are_kept_and_a_resize_is_followed() -> None:
     term = Term(3, 10)
     term.add(b"".join(f"l{i}\r\n".encode() for i in range(6)))

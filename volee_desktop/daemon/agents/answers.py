@@ -541,7 +541,7 @@ class Answers:
                 return True
             return False
 
-        self.screens.probe(agent_id, probe)
+        self.screens.probe(agent_id, probe, request.id)
 
     def _seen_at(self, agent_id: str, request_id: str) -> float:
         """When the dialog of the agent's request ``request_id`` was first seen (now if not

@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 #: Output queued for an agent before the oldest is dropped (the screen is then rebuilt from
 #: what is left: a full-screen program redraws it soon enough).
 PENDING_LIMIT = 256 * 1024
+#: The outputs a probe is given at most (``Term.probe``): reading the whole screen costs about
+#: 1.4 ms an output (40 rows of 120), so a dialog never found (a request whose dialog does not
+#: match it) does not cost that on every output while it asks; reads still look after it.
+PROBE_OUTPUTS = 64
 DEFAULT_ROWS, DEFAULT_COLS = 40, 120
 
 
@@ -115,6 +119,8 @@ class Term:
         #: Given the whole screen after each output is fed (in the feeding thread) until it
         #: says True: a dialog drawn and answered between two reads is still seen.
         self.probe: Callable[[list[str]], bool] | None = None
+        self.probed = 0  # outputs the probe was given
+        self.probe_key: str | None = None  # what it looks for (armed again only for another)
 
     def close(self) -> None:
         """Let the emulator go now (from any thread, without waiting): pyte's screen would
@@ -189,13 +195,13 @@ class Term:
                 screen.dirty.clear()
                 watch([line_text(screen.buffer[y], screen.columns) for y in rows])
             probe = self.probe
+            if probe is None:
+                continue
+            self.probed += 1
             if (
-                probe is not None
-                and probe(
-                    [line_text(screen.buffer[y], screen.columns) for y in range(screen.lines)]
-                )
-                and self.probe is probe
-            ):  # not one the loop put in its place meanwhile
+                probe([line_text(screen.buffer[y], screen.columns) for y in range(screen.lines)])
+                or self.probed >= PROBE_OUTPUTS
+            ) and self.probe is probe:  # not one the loop put in its place meanwhile
                 self.probe = None
 
     def render(self, live: bool) -> Snapshot:
@@ -288,12 +294,19 @@ class Screens:
         """An event set at the agent's next output (to wait for a screen to change)."""
         return self._changed.setdefault(agent_id, asyncio.Event())
 
-    def probe(self, agent_id: str, probe: Callable[[list[str]], bool] | None) -> None:
+    def probe(
+        self, agent_id: str, probe: Callable[[list[str]], bool] | None, key: str | None = None
+    ) -> None:
         """Give the agent's whole screen to ``probe`` after each output fed to it (in the
-        feeding thread), until it says True or another probe (or None) replaces it."""
+        feeding thread), until it says True, ``PROBE_OUTPUTS`` outputs have passed, or
+        another probe (or None) replaces it.  A probe for the ``key`` this terminal was
+        given one for already (armed or spent) is not armed again."""
         term = self.terms.get(agent_id)
-        if term is not None:
-            term.probe = probe
+        if term is None or (key is not None and key == term.probe_key):
+            return
+        term.probe_key = key
+        term.probed = 0
+        term.probe = probe
 
     def resized(self, agent_id: str, rows: int, cols: int) -> None:
         term = self.terms.get(agent_id)
