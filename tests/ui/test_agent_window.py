@@ -26,6 +26,19 @@ def opened(controller: Any, qtbot: Any, agent_id: str) -> Any:
     return window
 
 
+def shown_alone(qtbot: Any, world: World, agent_id: str, height: int | None = None) -> Any:
+    """The agent's window on its own (no controller), shown; ``height`` in pixels."""
+    from volee_desktop.app.agent_window import AgentWindow
+
+    window = AgentWindow(world.link.registry.agents[agent_id])
+    qtbot.addWidget(window)
+    if height is not None:
+        window.resize(900, height)
+    window.show()
+    qtbot.waitExposed(window)
+    return window
+
+
 def test_ctrl_d_in_the_reason_box_denies_with_that_reason_and_clears_it(
     controller: Any, world: World, qtbot: Any, link: FakeDaemonLink
 ) -> None:
@@ -56,13 +69,8 @@ def test_ctrl_y_and_the_lists_keys_act_from_the_reply_box(
 def test_the_screen_keeps_its_last_rows_in_view_when_a_dialog_opens(
     qtbot: Any, world: World
 ) -> None:
-    from volee_desktop.app.agent_window import AgentWindow
-
     a = world.agent("api-fixer", AgentState.WORKING)
-    window = AgentWindow(world.link.registry.agents[a])
-    qtbot.addWidget(window)
-    window.show()
-    qtbot.waitExposed(window)
+    window = shown_alone(qtbot, world, a)
     lines = [f"line {n}" for n in range(150)] + ["❯ 1. Yes", "  2. No", "  3. No, and tell"]
     window.set_screen("\n".join(lines), version=1)
     bar = window.output.verticalScrollBar()
@@ -84,14 +92,7 @@ def test_a_claude_code_screen_shows_its_command_and_its_spinner_in_a_window_of_2
     # The trial of issue 28 on X11: 40 rows, the command at the top, 20 blank rows, the
     # spinner and the prompt at the bottom; the window followed the end and showed blank rows
     # and the spinner only.
-    from volee_desktop.app.agent_window import AgentWindow
-
-    a = world.agent("docs-writer", AgentState.WORKING)
-    window = AgentWindow(world.link.registry.agents[a])
-    qtbot.addWidget(window)
-    window.resize(900, 560)
-    window.show()
-    qtbot.waitExposed(window)
+    window = shown_alone(qtbot, world, world.agent("docs-writer", AgentState.WORKING), 560)
     top = ["╭─ Claude Code ─╮", "", "> write the docs", "", "⏺ Bash(python3 -c 'print(1)')"]
     top += ["  ⎿  1"] + [""] * 4
     bottom = ["✽ Herding… (12s · esc to interrupt)", "", "❯ ", "", "  ⏵⏵ accept edits on"]
