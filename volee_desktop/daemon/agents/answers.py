@@ -517,7 +517,7 @@ class Answers:
         if _still_shows(snapshot, request):
             self._seen_at(agent_id, request.id)
             return None
-        if self._seen.get(agent_id, ("", 0.0))[0] == request.id:
+        if self._was_seen(agent_id, request.id):
             return request
         self._watch_for_dialog(agent_id)  # again: a new watch connection, a new terminal
         return None
@@ -531,7 +531,7 @@ class Answers:
         if request is None or request.answered is not None:
             self.screens.probe(agent_id, None)
             return
-        if self._seen.get(agent_id, ("", 0.0))[0] == request.id:
+        if self._was_seen(agent_id, request.id):
             return
         seen = self._seen_at
 
@@ -542,6 +542,11 @@ class Answers:
             return False
 
         self.screens.probe(agent_id, probe, request.id)
+
+    def _was_seen(self, agent_id: str, request_id: str) -> bool:
+        """Whether the dialog of the agent's request ``request_id`` was seen on screen."""
+        seen = self._seen.get(agent_id)
+        return seen is not None and seen[0] == request_id
 
     def _seen_at(self, agent_id: str, request_id: str) -> float:
         """When the dialog of the agent's request ``request_id`` was first seen (now if not

@@ -172,7 +172,7 @@ class Term:
         self._release_if_idle()
 
     def _feed(self, items: list[bytes | tuple[int, int]], rebuild: bool) -> None:
-        from .emulator import line_text, new_screen, release
+        from .emulator import line_text, new_screen, release, screen_lines
 
         if rebuild:
             release(self.screen, self.stream)  # the screen replaced is freed at once
@@ -199,8 +199,7 @@ class Term:
                 continue
             self.probed += 1
             if (
-                probe([line_text(screen.buffer[y], screen.columns) for y in range(screen.lines)])
-                or self.probed >= PROBE_OUTPUTS
+                probe(screen_lines(screen)) or self.probed >= PROBE_OUTPUTS
             ) and self.probe is probe:  # not one the loop put in its place meanwhile
                 self.probe = None
 
@@ -225,10 +224,10 @@ class Term:
             if not items and not rebuild and cached is not None and cached.live == live:
                 return cached  # nothing new: the same screen (a window polls it each second)
             self._feed(items, rebuild)
-            from .emulator import line_text
+            from .emulator import screen_lines
 
             screen = self.screen
-            lines = [line_text(screen.buffer[y], screen.columns) for y in range(screen.lines)]
+            lines = screen_lines(screen)
             self.cached = Snapshot(
                 lines=lines,
                 rows=screen.lines,
