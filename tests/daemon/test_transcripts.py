@@ -113,3 +113,60 @@ async def test_at_most_kept_transcripts_are_followed_and_one_let_go_reads_again(
     assert transcripts.followed == KEPT
     again = await transcripts.read(agents[0])  # let go long ago: parsed again from its start
     assert again.entries == first.entries
+
+
+async def test_a_rows_summary_keeps_no_entries_and_says_what_the_whole_conversation_says(
+    tmp_path: Path,
+) -> None:
+    # The rows' summaries are read at every turn's end of every agent: a parser that kept
+    # each conversation's entries grew the daemon with every turn (issue 22's soak).
+    from volee_desktop.core.registry import Registry
+    from volee_desktop.daemon.missions.transcripts import Transcripts
+    from volee_desktop.daemon.service import Service
+    from volee_desktop.ipc.server import MethodTable
+    from volee_desktop.store.memory import MemoryLog
+    from volee_desktop.store.records import Record
+
+    home = tmp_path / "h"
+    root = home / ".codex" / "sessions" / "2026" / "12" / "01"
+    path = root / f"rollout-2026-12-01T09-15-41-{SESSION}.jsonl"
+    path.parent.mkdir(parents=True)
+    lines = (SAMPLES / "codex-0.171.0.jsonl").read_text().splitlines(keepends=True)
+    path.write_text("".join(lines * 20))
+    launch = LaunchSettings(harness=Harness.CODEX, cwd="/p", env={"HOME": str(home)})
+    agent = Agent(id="ag_1", name="a", harness=Harness.CODEX, launch=launch, sessions=(SESSION,))
+    transcripts = Transcripts(Service(MemoryLog(), Registry(), Record), MethodTable())
+
+    summary = await transcripts.summary(agent)
+    assert summary.entries == []
+    assert (transcripts.followed, transcripts.summarised) == (0, 1)
+    kept = [f.parser for f in transcripts._summaries.values()]
+    assert [p.entries for p in kept] == [[]]
+    assert kept[0].count > 100
+
+    whole = await transcripts.read(agent)
+    assert len(whole.entries) == kept[0].count
+    assert summary.plan == whole.plan
+    assert summary.last_message is not None
+    assert summary.last_message == whole.last_message
+    assert (transcripts.followed, transcripts.summarised) == (1, 1)
+
+    # Followed as it grows, and replaced: still nothing kept.
+    with path.open("a") as f:
+        f.write("".join(lines))
+    again = await transcripts.summary(agent)
+    assert again.entries == []
+    assert kept[0].entries == []
+    assert kept[0].count > len(whole.entries)
+    shorter = tmp_path / "short.jsonl"
+    shorter.write_text("".join(lines))
+    shutil.move(shorter, path)
+    replaced = await transcripts.summary(agent)
+    parser = next(iter(transcripts._summaries.values())).parser
+    assert replaced.entries == []
+    assert parser.entries == []
+    assert not parser.keep
+    assert parser.count == len((await transcripts.read(agent)).entries)
+
+    transcripts.forget(agent.id)
+    assert (transcripts.followed, transcripts.summarised) == (0, 0)

@@ -220,3 +220,29 @@ def test_a_huge_tool_input_and_result_are_kept_cut() -> None:
     assert tool.input.endswith("more characters)")
     assert tool.result is not None
     assert tool.result.endswith("(33616 more characters)")
+
+
+@pytest.mark.parametrize(
+    ("harness", "name"),
+    [
+        (Harness.CLAUDE, "claude-2.1.332.jsonl"),
+        (Harness.CODEX, "codex-0.171.0.jsonl"),
+        (Harness.PI, "pi-0.73.1.jsonl"),
+    ],
+)
+def test_a_parser_that_keeps_no_entries_counts_them_and_has_the_same_plan_and_last_reply(
+    harness: Harness, name: str
+) -> None:
+    text = _text(name)
+    whole = parse(harness, text)
+    parser = parser_for(harness, keep=False)
+    assert parser is not None
+    assert not parser.keep
+    parser.feed(Splitter().push(text.encode()))
+    assert parser.entries == []
+    assert parser.count == whole.count == len(whole.entries) > 0
+    assert parser.plan == whole.plan
+    assert parser.last_message == whole.last_message is not None
+    assert (parser.unreadable, parser.unknown) == (whole.unreadable, whole.unknown)
+    if harness is Harness.CLAUDE:
+        assert parser.plan is not None  # the sample has one: a plan is read without entries

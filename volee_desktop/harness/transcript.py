@@ -9,7 +9,12 @@ pi's session file: docs/harnesses.md).  A parser per harness (``transcript_claud
   once it came, its result (``tool``), and what went wrong (``error``);
 - ``plan``: the agent's checklist (Claude Code's TaskCreate/TaskUpdate or TodoWrite calls,
   codex's plan updates), or None;
-- ``last_message``: the agent's last reply.
+- ``last_message``: the agent's last reply;
+- ``count``: how many entries were read.
+
+A parser made with ``keep=False`` keeps no entries (``count``, ``plan`` and ``last_message``
+only): what the daemon reads at each turn's end for an agent's row, where a long-lived
+agent's whole conversation held for every agent would grow the daemon with every turn.
 
 Feeding is incremental (``feed`` takes the new complete lines; ``Splitter`` cuts bytes into
 them and keeps a line still being written), so a reader follows a live file.  A line that is
@@ -127,8 +132,11 @@ class Parser:
 
     harness: Harness
 
-    def __init__(self) -> None:
+    def __init__(self, keep: bool = True) -> None:
+        #: Whether entries are kept (False: only counted, for the summary of a row).
+        self.keep = keep
         self.entries: list[Entry] = []
+        self.count = 0
         self.plan: Plan | None = None
         self.last_message: str | None = None
         self.unreadable = 0
@@ -159,7 +167,9 @@ class Parser:
     # -- helpers for the harnesses' parsers --------------------------------------------------
 
     def add(self, entry: Entry) -> Entry:
-        self.entries.append(entry)
+        self.count += 1
+        if self.keep:
+            self.entries.append(entry)
         if entry.kind is EntryKind.ASSISTANT and entry.text.strip():
             self.last_message = entry.text
         return entry

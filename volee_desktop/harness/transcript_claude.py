@@ -45,8 +45,8 @@ class ClaudeTranscript(Parser):
 
     harness = Harness.CLAUDE
 
-    def __init__(self, subagent: str | None = None) -> None:
-        super().__init__()
+    def __init__(self, subagent: str | None = None, keep: bool = True) -> None:
+        super().__init__(keep)
         self._tasks: dict[str, PlanItem] = {}
         #: Reading a sub-agent's own file: its id (its lines are all sidechain lines).
         self.subagent = subagent

@@ -52,8 +52,8 @@ class CodexTranscript(Parser):
 
     harness = Harness.CODEX
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, keep: bool = True) -> None:
+        super().__init__(keep)
         self._plans: dict[str, Plan | None] = {}  # call id -> the plan before that call
 
     def line(self, data: dict[str, Any]) -> bool:

@@ -15,18 +15,19 @@ from .transcript_pi import PiTranscript
 class ParserFactory(Protocol):
     """A parser class (what ``parser_for`` makes one of)."""
 
-    def __call__(self) -> Parser: ...
+    def __call__(self, *, keep: bool = True) -> Parser: ...
 
 
-def parser_for(harness: Harness) -> Parser | None:
-    """A fresh parser for the harness's transcripts (None: no transcript volee can read)."""
+def parser_for(harness: Harness, keep: bool = True) -> Parser | None:
+    """A fresh parser for the harness's transcripts (None: no transcript volee can read);
+    ``keep=False``: one that keeps no entries (``Parser``)."""
     kinds: dict[Harness, ParserFactory] = {
         Harness.CLAUDE: ClaudeTranscript,
         Harness.CODEX: CodexTranscript,
         Harness.PI: PiTranscript,
     }
     make = kinds.get(harness)
-    return make() if make is not None else None
+    return make(keep=keep) if make is not None else None
 
 
 def parse(harness: Harness, text: str) -> Parser:

@@ -136,7 +136,7 @@ class Outcomes:
         agent = registry.agents.get(agent_id)
         if agent is None:
             return None
-        reading = await self.transcripts.read(agent)
+        reading = await self.transcripts.summary(agent)
         plan = None
         if reading.plan is not None and reading.plan.items:
             plan = {"done": reading.plan.done, "total": len(reading.plan.items)}

@@ -7,6 +7,13 @@ The transcript of each of the agent's sessions is found by its session id (Claud
 from where the last read stopped, in a thread, in chunks, so a 10 MB transcript costs the
 daemon's loop nothing and a second read only what was added.  A file that shrank or was
 replaced is read again from its start.
+
+Two kinds of reader are kept.  A row's summary (the plan, the last reply: read at each turn's
+end for every agent, ``outcomes.py``) follows the file with a parser that keeps no entries,
+one per agent, so the daemon does not grow with every turn of every conversation (the hour's
+soak, issue 22: the five Claude Code agents' parsed conversations were the largest thing it
+grew by).  The conversation itself (``agents.log``, the agent window's pages) keeps its
+entries, for the ``KEPT`` agents most recently read.
 """
 
 from __future__ import annotations
@@ -67,8 +74,11 @@ def transcript_path(agent: Agent, session: str) -> Path | None:
     return Path(found[-1]) if found else None
 
 
-#: How many transcripts are followed at once (each keeps its parsed entries).
+#: How many transcripts are followed at once for their conversation (each keeps its parsed
+#: entries: ``agents.log``).
 KEPT = 16
+#: How many are followed for a row's summary (each keeps its plan and last reply, no entries).
+SUMMARIES_KEPT = 512
 
 
 @dataclass
@@ -88,7 +98,7 @@ class Followed:
             with self.path.open("rb") as f:
                 st = os.fstat(f.fileno())
                 if st.st_ino != self.inode or st.st_size < self.offset:
-                    fresh = parser_for(self.parser.harness)
+                    fresh = parser_for(self.parser.harness, keep=self.parser.keep)
                     assert fresh is not None
                     self.parser, self.splitter, self.offset = fresh, Splitter(), 0
                     self.inode = st.st_ino
@@ -122,6 +132,8 @@ class Transcripts:
         #: holds its entries; sixty agents' whole conversations are not kept for the daemon's
         #: life). One read again after it was let go is parsed again from its start.
         self._files: dict[str, Followed] = {}
+        #: The same for the rows' summaries: parsers that keep no entries.
+        self._summaries: dict[str, Followed] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         methods.add(Method.AGENTS_LOG, self.api_log, decoder(LogParams))
 
@@ -129,20 +141,34 @@ class Transcripts:
         """The agent's conversation now (reads only what was added since the last read)."""
         lock = self._locks.setdefault(agent.id, asyncio.Lock())
         async with lock:
-            return await asyncio.to_thread(self._read, agent)
+            return await asyncio.to_thread(self._read, agent, True)
+
+    async def summary(self, agent: Agent) -> Reading:
+        """The agent's plan and last reply now, with no entries (``Reading.entries`` is empty;
+        reads only what was added since the last summary)."""
+        lock = self._locks.setdefault(agent.id, asyncio.Lock())
+        async with lock:
+            return await asyncio.to_thread(self._read, agent, False)
 
     @property
     def followed(self) -> int:
-        """How many transcript files are followed now (at most ``KEPT``)."""
+        """How many transcript files are followed now for their conversation (at most
+        ``KEPT``)."""
         return len(self._files)
+
+    @property
+    def summarised(self) -> int:
+        """How many transcript files are followed now for a row's summary."""
+        return len(self._summaries)
 
     def forget(self, agent_id: str) -> None:
         """Drop what is kept of a forgotten agent's transcripts."""
         self._locks.pop(agent_id, None)
-        for key in [k for k in self._files if k.startswith(f"{agent_id}:")]:
-            del self._files[key]
+        for files in (self._files, self._summaries):
+            for key in [k for k in files if k.startswith(f"{agent_id}:")]:
+                del files[key]
 
-    def _read(self, agent: Agent) -> Reading:
+    def _read(self, agent: Agent, keep: bool) -> Reading:
         entries: list[Entry] = []
         paths: list[str] = []
         plan: Plan | None = None
@@ -154,19 +180,20 @@ class Transcripts:
             said = f"volee reads no transcript of {agent.harness} agents; `volee output` shows "
             said += "its screen"
             return Reading([], [], None, None, 0, False, said)
+        files = self._files if keep else self._summaries
         sessions = [s for s in agent.sessions if not s.startswith("pid-")]
         for session in sessions:
             key = f"{agent.id}:{session}"
-            followed = self._files.get(key)
+            followed = files.get(key)
             if followed is None:
                 path = transcript_path(agent, session)
-                parser = parser_for(agent.harness)
+                parser = parser_for(agent.harness, keep=keep)
                 if path is None or parser is None:
                     missing.append(session)
                     continue
-                followed = self._files[key] = Followed(path, parser)
+                followed = files[key] = Followed(path, parser)
             else:
-                self._files[key] = self._files.pop(key)  # the most recently read, last
+                files[key] = files.pop(key)  # the most recently read, last
             followed.catch_up()
             p = followed.parser
             entries.extend(p.entries)
@@ -194,8 +221,8 @@ class Transcripts:
                 f"{unreadable} lines of the transcript could not be read (a format newer than "
                 "volee knows?): what could be read is shown"
             )
-        while len(self._files) > KEPT:
-            del self._files[next(iter(self._files))]
+        while len(files) > (KEPT if keep else SUMMARIES_KEPT):
+            del files[next(iter(files))]
         return Reading(entries, paths, plan, last, unreadable, partial, notice)
 
     async def api_log(self, _conn: Connection, params: LogParams) -> Log:
