@@ -289,25 +289,27 @@ class CCManager:
     def command(self, repo: Path) -> str:
         return f"cd {repo} && exec {self.bun} {self.cli}"
 
-    def first_screen(self, repo: Path) -> float:
-        """Seconds from launching ccmanager to its menu drawn (the worktrees listed); it is
-        killed after."""
+    def first_screen(self, repo: Path) -> tuple[float, float]:
+        """(seconds from launching ccmanager to its menu drawn, the worktrees listed; its CPU
+        seconds meanwhile); it is killed after."""
         began = time.perf_counter()
         self.tmux("new-session", "-d", "-s", "first", "-x", "120", "-y", "40", self.command(repo))
+        procs: list[psutil.Process] = []
         try:
             while f" {self.last} " not in self.screen("first"):
                 if time.perf_counter() - began > 60:
                     raise SystemExit("ccmanager's menu not drawn within 60 s")
                 time.sleep(0.01)
-            return time.perf_counter() - began
-        finally:
+            wall = time.perf_counter() - began
             pid = self.tmux("display-message", "-p", "-t", "first", "#{pane_pid}").strip()
-            if pid.isdigit():
-                for proc in tree(int(pid)):
-                    try:
-                        proc.kill()
-                    except psutil.NoSuchProcess:
-                        pass
+            procs = tree(int(pid)) if pid.isdigit() else []
+            return wall, cpu_of(procs)
+        finally:
+            for proc in procs:
+                try:
+                    proc.kill()
+                except psutil.NoSuchProcess:
+                    pass
             self.tmux("kill-session", "-t", "first")
 
     def start(self, repo: Path) -> None:
@@ -425,9 +427,9 @@ def start_ups(rig: Rig, ccm: CCManager | None, repo: Path, pairs: int) -> float 
     env = desk_env(rig)
     if ccm is not None:
         ccm.serve()
-    runs: dict[str, list[float]] = {"volee": [], "ccmanager": []}
+    runs: dict[str, list[tuple[float, float]]] = {"volee": [], "ccmanager": []}
     for i in range(pairs + 1):
-        volee = once("app", env)[0]
+        volee = once("app", env)
         peer = ccm.first_screen(repo) if ccm is not None else None
         if i:  # the first pair warms the page cache and the homes
             runs["volee"].append(volee)
@@ -438,14 +440,16 @@ def start_ups(rig: Rig, ccm: CCManager | None, repo: Path, pairs: int) -> float 
         "volee": "volee app (icon in the tray + agents.list answered)",
         "ccmanager": "ccmanager (its menu drawn)",
     }
-    for name, times in runs.items():
-        if times:
+    for name, both in runs.items():
+        if both:
+            times = [wall for wall, _cpu in both]
+            cpu = statistics.median(c for _wall, c in both)
             print(
                 f"  {labels[name]:52s} median {statistics.median(times):.3f} s "
-                f"({min(times):.3f}-{max(times):.3f})"
+                f"({min(times):.3f}-{max(times):.3f}), its CPU {cpu:.3f} s"
             )
     if runs["ccmanager"]:
-        each = [v / c for v, c in zip(runs["volee"], runs["ccmanager"], strict=True)]
+        each = [v[0] / c[0] for v, c in zip(runs["volee"], runs["ccmanager"], strict=True)]
         print(
             "  volee / ccmanager pair by pair: "
             + ", ".join(f"{r:.2f}x" for r in each)
@@ -754,12 +758,15 @@ def main(argv: list[str] | None = None) -> int:
             summary["busy CPU, agents"] = (theirs, None)
             print(f"\nlatencies, the server's last byte -> the manager showing it; {load()}")
             seen = let_go(fake, watch, turns, ("done", "idle"))
+            kinds = {fake.kinds.get(g) for *_x, g in turns}
+            if kinds != {"end_turn"}:
+                print(f"  (the server's replies were {sorted(str(k) for k in kinds)})")
             v, c = latency_line("turn end (volee done, ccmanager Idle)", seen)
             summary["turn end seen"] = (ratio(v, c), None)
             time.sleep(3)
             asks = prompt_all(rig, ccm, args.agents, lambda n: f"RUN: make gate-perm-{n}", fake)
-            kinds = {fake.kinds.get(g) for *_x, g in asks}
             seen = let_go(fake, watch, asks, ("needs-input", "waiting"))
+            kinds = {fake.kinds.get(g) for *_x, g in asks}
             v, c = latency_line("permission (volee needs-input, ccmanager Waiting)", seen)
             summary["permission seen"] = (ratio(v, c), None)
             if kinds != {"tool_use"}:
