@@ -57,6 +57,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -321,13 +322,31 @@ class CCManager:
     def in_menu(self) -> bool:
         return f" {self.last} " in self.screen()
 
-    def enter(self, key: str, count: int) -> None:
-        """Open the session of the menu's quick ``key`` (started there if it was none)."""
+    def cursor(self) -> int | None:
+        """The menu's row under the cursor (its number)."""
+        for line in self.screen().splitlines():
+            match = re.match(r"❯ (\d) ❯ ", line)
+            if match:
+                return int(match.group(1))
+        return None
+
+    def enter(self, row: int, count: int) -> None:
+        """Open the session of the menu's ``row`` (started there if it was none): the cursor
+        moved there, then Enter.  (Its quick key, the row's digit, started a second session
+        in the repository's own folder beside the one asked for, in 4.2.3 here.)"""
         menu = self.screen()
-        self.tmux("send-keys", "-t", "cc", key)
+        for _ in range(30):
+            at = self.cursor()
+            if at == row:
+                break
+            self.tmux("send-keys", "-t", "cc", "Down" if at is None or at < row else "Up")
+            time.sleep(0.2)
+        else:
+            raise SystemExit(f"ccmanager's cursor not brought to row {row}:\n{self.screen()}")
+        self.tmux("send-keys", "-t", "cc", "Enter")
         try:
             wait_for(
-                f"Claude Code in session {key}",
+                f"Claude Code in session {row}",
                 lambda: (
                     len([p for p in tree(self.pid) if is_agent(p)]) >= count
                     and "Select a worktree" not in self.screen()
@@ -336,11 +355,14 @@ class CCManager:
             )
         except SystemExit:
             procs = [" ".join(p.cmdline()[:2]) for p in tree(self.pid)]
-            raise SystemExit(f"no session {key}: {procs}\n{menu}\n{self.screen()}") from None
+            raise SystemExit(f"no session {row}: {procs}\n{menu}\n{self.screen()}") from None
         # Its prompt drawn (Claude Code's footer), else after 30 s anyway.
         deadline = time.monotonic() + 30
-        while "shortcuts" not in self.screen() and time.monotonic() < deadline:
-            time.sleep(0.5)
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if "shift+tab" in screen or "shortcuts" in screen:
+                break
+            time.sleep(0.2)
         time.sleep(1)
 
     def type(self, text: str) -> None:
@@ -352,17 +374,17 @@ class CCManager:
         self.tmux("send-keys", "-t", "cc", "C-e")
         wait_for("ccmanager's menu again", self.in_menu, 30)
 
-    def session(self, key: str, count: int) -> None:
-        """Start a session from the menu's quick key, ask it, return to the menu."""
-        self.enter(key, count)
+    def session(self, row: int, count: int) -> None:
+        """Start a session from the menu's ``row``, ask it, return to the menu."""
+        self.enter(row, count)
         self.type("say hello")
         time.sleep(3)
         self.back()
 
-    def prompt(self, key: str, count: int, text: str, arrived: Callable[[], bool]) -> bool:
-        """Type ``text`` into the session of ``key``; back to the menu once ``arrived()``
+    def prompt(self, row: int, count: int, text: str, arrived: Callable[[], bool]) -> bool:
+        """Type ``text`` into the session of ``row``; back to the menu once ``arrived()``
         (its request reached the server) or after 20 s.  Whether it arrived."""
-        self.enter(key, count)
+        self.enter(row, count)
         self.type(text)
         deadline = time.monotonic() + 20
         while not arrived() and time.monotonic() < deadline:
@@ -518,7 +540,7 @@ def prompt_all(
         for i in range(n):
             key = text(f"a{i}")
             gate = GATE.search(key).group(0)  # type: ignore[union-attr]
-            if not ccm.prompt(str(1 + i), n, key, lambda g=gate: fake.holding([g])):
+            if not ccm.prompt(1 + i, n, key, lambda g=gate: fake.holding([g])):
                 print(f"  (ccmanager's a{i}: its prompt did not reach the server within 20 s)")
             out.append(("ccmanager", f"a{i}", gate))
     try:
@@ -550,15 +572,26 @@ def let_go(
             time.sleep(0.02)
         sent = fake.sent_at(gate)
         if seen is None or sent is None:
-            misses.append(f"{name} ({before} -> {watch.state(side, name)})")
+            misses.append(f"{name} not seen in 60 s ({before} -> {watch.state(side, name)})")
+        elif before in wanted:
+            misses.append(f"{name} showed {before} before its reply went")
         else:
-            if before in wanted:
-                misses.append(f"{name} already {before}")
             out[side].append(seen - sent)
         time.sleep(1)
     if misses:
-        print(f"  not seen within 60 s or shown before: {', '.join(misses)}")
+        print(f"  not timed: {', '.join(misses)}")
     return out
+
+
+def shown(watch: Watch, prompted: list[tuple[str, str, str]]) -> str:
+    """What each side shows for its sessions now: its states, counted."""
+    by: dict[str, list[str]] = {}
+    for side, name, _gate in prompted:
+        by.setdefault(side, []).append(watch.state(side, name) or "(none)")
+    return "; ".join(
+        f"{side} " + ", ".join(f"{state} {n}" for state, n in sorted(Counter(states).items()))
+        for side, states in by.items()
+    )
 
 
 def latency_line(what: str, seen: dict[str, list[float]]) -> tuple[float | None, float | None]:
@@ -661,7 +694,7 @@ def main(argv: list[str] | None = None) -> int:
             ccm.start(rig.root / "r")
             for i in range(args.agents):
                 # The menu lists the repository (0), then the worktrees by name: a*, v*.
-                ccm.session(str(1 + i), i + 1)
+                ccm.session(1 + i, i + 1)
         settled = ("done", "idle") if claude is not None else ("working", "idle", "done")
         wait_for(
             "volee's agents to answer",
@@ -751,8 +784,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nbusy: every agent's reply held by the server; {load()}")
             turns = prompt_all(rig, ccm, args.agents, lambda n: f"say gate-turn-{n}", fake)
             time.sleep(2)
+            print(f"  shown before: {shown(watch, turns)}")
             cpu, wall = cpu_phase(sides, args.busy_seconds)
-            print(f"  over {wall:.0f} s; {load()}")
+            print(f"  over {wall:.0f} s; {load()}; shown after: {shown(watch, turns)}")
             manager, theirs = cpu_lines(cpu)
             summary["busy CPU, manager"] = (manager, None)
             summary["busy CPU, agents"] = (theirs, None)
