@@ -762,17 +762,17 @@ def main(argv: list[str] | None = None) -> int:
             summary["app RSS (app + daemon + hosts)"] = (ratio(vr, cr), 1.0)
             summary["app PSS"] = (ratio(vp, cp), None)
 
-        shown = open_list(rig)
+        list_open = open_list(rig)
         time.sleep(min(args.settle, 5))
         at_rest()
         cpu, wall = cpu_phase(sides, args.idle_seconds)
         print(
             f"\nidle {wall:.0f} s, the app's list "
-            + ("open (the daemon counts an interactive client)" if shown else "NOT open")
+            + ("open (the daemon counts an interactive client)" if list_open else "NOT open")
             + f"; {load()}"
         )
         manager, theirs = cpu_lines(cpu)
-        label = "app idle CPU, list open" if shown else "app idle CPU, list NOT open"
+        label = "app idle CPU, list open" if list_open else "app idle CPU, list NOT open"
         summary[label] = (manager, 0.05)
         summary["agents' idle CPU"] = (theirs, 1.1)
         r1, p1, _n = mb(volee_parts(fleet)[0])
