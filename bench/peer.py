@@ -531,15 +531,21 @@ def prompt_all(
 ) -> list[tuple[str, str, str]]:
     """Give every agent of both sides a gated prompt; wait until the server holds every
     reply.  (side, name, gate) for each."""
+
+    def gate_of(words: str) -> str:
+        match = GATE.search(words)
+        assert match is not None, words
+        return match.group(0)
+
     out = []
     for i in range(n):
         key = text(f"v{i}")
         cli(rig.env, "send", f"v{i}", key)
-        out.append(("volee", f"v{i}", GATE.search(key).group(0)))  # type: ignore[union-attr]
+        out.append(("volee", f"v{i}", gate_of(key)))
     if ccm is not None:
         for i in range(n):
             key = text(f"a{i}")
-            gate = GATE.search(key).group(0)  # type: ignore[union-attr]
+            gate = gate_of(key)
             if not ccm.prompt(1 + i, n, key, lambda g=gate: fake.holding([g])):
                 print(f"  (ccmanager's a{i}: its prompt did not reach the server within 20 s)")
             out.append(("ccmanager", f"a{i}", gate))
