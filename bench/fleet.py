@@ -93,10 +93,10 @@ CLIENT_ONLY_APP = (
 class Rig:
     """One VOLEE_HOME with its daemon, agents, and optionally the tray app."""
 
-    def __init__(self, claude: Path | None) -> None:
+    def __init__(self, claude: Path | None, fake: FakeAnthropic | None = None) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="vf", dir="/tmp"))
         self.sandbox = Sandbox.create(self.root)
-        self.fake = FakeAnthropic().start()
+        self.fake = (fake or FakeAnthropic()).start()
         self.env = claude_env(self.sandbox.home, self.fake.port, self.sandbox.project)
         if claude is not None:
             self.env["VOLEE_CLAUDE_BIN"] = str(claude)
@@ -162,7 +162,8 @@ class Rig:
 
         if dt.missing():
             return False
-        self.desk = dt.Desktop()
+        if self.desk is None:  # a bench may have made it before (bench/peer.py's start-ups)
+            self.desk = dt.Desktop()
         env = dict(self.env)
         for key in ("DISPLAY", "QT_QPA_PLATFORM", "DBUS_SESSION_BUS_ADDRESS"):
             env[key] = self.desk.env[key]

@@ -79,12 +79,14 @@ def test_peer_tiny_volee_side() -> None:
     out = bench(
         "peer.py",
         *("--generic", "--no-peer", "--agents", "1", "--more", "1"),
-        *("--idle-seconds", "0.3", "--settle", "0.3"),
+        *("--idle-seconds", "0.3", "--settle", "0.3", "--pairs", "1"),
     )
     assert "volee " in out
     assert "RSS" in out
     assert "PSS" in out
     assert "1 more generic agents" in out
+    assert "start-up to the first screen" in out
+    assert "the app's list open" in out
 
 
 @pytest.mark.e2e
