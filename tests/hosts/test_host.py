@@ -14,7 +14,7 @@ import time
 
 import psutil
 import pytest
-from conftest import Rig
+from conftest import Rig, host_argv
 
 from tests.polling import wait_until
 from volee_desktop.hosts.errors import HostError
@@ -353,16 +353,14 @@ def test_a_live_host_is_never_started_twice(rig: Rig) -> None:
     ],
 )
 def test_the_host_itself_records_a_failed_start(
-    rig: Rig, argv: list[str], cwd_name: str, message: str
+    rig: Rig, host_kind: str, argv: list[str], cwd_name: str, message: str
 ) -> None:
     rig.project  # noqa: B018 - creates the folder
     record_path = rig.record_path("ag_f")
     record_path.parent.mkdir(parents=True)
     read_fd, write_fd = os.pipe()
     cmd = [
-        sys.executable,
-        "-m",
-        "volee_desktop.hosts.main",
+        *host_argv(host_kind),
         "--agent",
         "ag_f",
         "--record",
