@@ -8,11 +8,11 @@ died of, and must answer and exit cleanly with nothing reported.
 
 from __future__ import annotations
 
-import _signal
 import json
 import os
 import random
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ from tests.polling import wait_until
 from volee_desktop.hosts import native, wire
 from volee_desktop.hosts.errors import HostError
 from volee_desktop.hosts.launcher import HOST_ENV, HostClient, host_command, launch_host
-from volee_desktop.hosts.records import host_alive, read_record
+from volee_desktop.hosts.records import HostRecord, host_alive, read_record
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="the native host is built and tested on Linux"
@@ -109,7 +110,11 @@ def pair(built: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, st
         except HostError:
             pass
     for record in records:
-        wait_until(lambda r=record: not host_alive(r), 10, "the host to exit")
+
+        def gone(r: HostRecord = record) -> bool:
+            return not host_alive(r)
+
+        wait_until(gone, 10, "the host to exit")
     shutil.rmtree(root, ignore_errors=True)
 
 
@@ -176,13 +181,13 @@ CASES: list[bytes] = [
             b'{"op":"\xc3\xa9\xe2\x80\xa8\xc2\x85"}',
             b"\xef\xbb\xbf" + _json({"op": "bom"}),
             b"\xef\xbb\xbf\xff",
-            "{\"op\": \"utf-16\"}".encode("utf-16"),
-            "{\"op\": \"le\"}".encode("utf-16-le"),
-            "{\"op\": \"be\"}".encode("utf-16-be"),
-            "{\"op\": \"utf-32\"}".encode("utf-32"),
-            "{\"op\": \"32le\"}".encode("utf-32-le"),
-            "{\"op\": \"32be\"}".encode("utf-32-be"),
-            "{\"op\": \"x\"}".encode("utf-16-le") + b"\x00",
+            '{"op": "utf-16"}'.encode("utf-16"),
+            '{"op": "le"}'.encode("utf-16-le"),
+            '{"op": "be"}'.encode("utf-16-be"),
+            '{"op": "utf-32"}'.encode("utf-32"),
+            '{"op": "32le"}'.encode("utf-32-le"),
+            '{"op": "32be"}'.encode("utf-32-be"),
+            '{"op": "x"}'.encode("utf-16-le") + b"\x00",
             b"\x00{",
             b"[]",
             b"1",
@@ -483,15 +488,12 @@ def _mutate(rnd: random.Random, doc: bytes) -> bytes:
 def _would_signal(data: bytes) -> bool:
     """Whether this frame is a signal request the hosts would deliver."""
     try:
-        req = json.loads(data[5:])
-        sig = req["signal"] if req.get("op") == "signal" else None
-        if isinstance(sig, str):
-            num = getattr(_signal, sig, None)
-        else:
-            num = int(sig)
+        req: dict[str, Any] = json.loads(data[5:])
+        sig: Any = req["signal"] if req.get("op") == "signal" else None
+        num = getattr(signal, sig, None) if isinstance(sig, str) else int(sig)
     except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
         return False
-    return isinstance(num, int) and 0 <= num < _signal.NSIG
+    return isinstance(num, int) and 0 <= num < signal.NSIG
 
 
 def test_random_requests_get_the_python_hosts_replies(pair: tuple[str, str]) -> None:
@@ -500,7 +502,7 @@ def test_random_requests_get_the_python_hosts_replies(pair: tuple[str, str]) -> 
     for _ in range(400):
         value = _random_value(rnd)
         op = rnd.choice(["op", "op", "signal", "lines", "rows"])
-        if op != "op" and "Infinity" in value or "e4" in value or "e3" in value:
+        if (op != "op" and "Infinity" in value) or "e4" in value or "e3" in value:
             continue  # int(inf) killed the Python host (OverflowError): tested below
         if op == "op":
             doc = '{"op": ' + value + "}"
@@ -527,7 +529,7 @@ def test_a_send_in_bracketed_paste_mode_and_output_are_the_same(
         "printf '\\033]0;title\\007kept\\033P..\\033\\\\x\\n'; printf 'ready\\n';"
         "IFS= read -r line; printf 'GOT:%s\\n' \"$line\" | od -c | head -3; sleep 30"
     )
-    screens = {}
+    screens: dict[str, list[str | bytes]] = {}
     try:
         for kind in ("python", "native"):
             monkeypatch.setenv(HOST_ENV, kind)
@@ -548,7 +550,11 @@ def test_a_send_in_bracketed_paste_mode_and_output_are_the_same(
                 client.send_text("x\x1b[201~y\u00e9")
                 out = stream.read_until(b"0000025", 10)
             assert b"\x1b[200~" not in out  # the program's echo is od's
-            wait_until(lambda c=client: "0000025" in c.screen(50), 10, "od's output")
+
+            def printed(c: HostClient = client) -> bool:
+                return "0000025" in c.screen(50)
+
+            wait_until(printed, 10, "od's output")
             screens[kind] = [client.screen(n) for n in (1, 3, 50, 0, -1)]
             screens[kind].append(
                 _ask(record.socket, _frame(b"J", _json({"op": "attach"})) + b"")[0][1]
@@ -627,7 +633,8 @@ class Foreground:
         code = self.proc.wait(timeout=30)
         text = self.log.read_text(errors="replace")
         assert code == 0, text
-        assert "Sanitizer" not in text and "runtime error" not in text, text
+        assert "Sanitizer" not in text, text
+        assert "runtime error" not in text, text
         return text
 
 
@@ -671,7 +678,9 @@ def test_random_frames_never_crash_or_hang_the_host(foreground: Foreground) -> N
         payload = bytes(rnd.randrange(256) for _ in range(size))
         if rnd.random() < 0.5:
             payload = _mutate(rnd, _random_value(rnd).encode("utf-8", "surrogatepass"))
-        header = kind + struct.pack(">I", len(payload) if rnd.random() < 0.9 else rnd.randrange(2**32))
+        header = kind + struct.pack(
+            ">I", len(payload) if rnd.random() < 0.9 else rnd.randrange(2**32)
+        )
         data = header + payload
         if rnd.random() < 0.2:
             data = data[: rnd.randrange(len(data) + 1)]  # cut: the host waits for the rest
@@ -694,7 +703,7 @@ def test_what_killed_the_python_host_is_a_bad_request_here(foreground: Foregroun
         ({"rows": 5, "cols": -float("inf")}, "cannot convert float infinity to integer"),
     ):
         with pytest.raises(HostError, match=said):
-            client.request("resize", **fields)  # type: ignore[arg-type]
+            client.request("resize", **fields)
     with pytest.raises(HostError, match="int too large to convert to float"):
         client.request("stop", grace=10**400)
     # A repr past what a client may be sent: the client is dropped, the host serves on.
@@ -714,7 +723,8 @@ def test_a_stop_with_an_endless_grace_still_stops_on_the_program_end(
 ) -> None:
     client = HostClient(foreground.sock)
     record = read_record(foreground.root / "h" / "ag_f.json")
-    assert record is not None and record.program_pid is not None
+    assert record is not None
+    assert record.program_pid is not None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(foreground.sock)
     sock.sendall(_frame(b"J", b'{"op": "stop", "grace": Infinity}'))
@@ -728,7 +738,8 @@ def test_a_stop_with_an_endless_grace_still_stops_on_the_program_end(
     code = foreground.proc.wait(timeout=30)
     text = foreground.log.read_text()
     assert code == 0, text
-    assert "Sanitizer" not in text and "runtime error" not in text, text
+    assert "Sanitizer" not in text, text
+    assert "runtime error" not in text, text
 
 
 # --- choosing the host ----------------------------------------------------------------
