@@ -2983,12 +2983,10 @@ static void request(client_t *c, jdoc_t *j) {
         return;
     }
     buf_printf(&err, "bad %s request: ", OPS[which].name);
-    size_t head = err.len;
     if (OPS[which].fn(c, j, &err) < 0) {
         if (err.oom) { hlog("dropped a client that stopped reading"); drop(c); }
         else reply_error(c, err.p, err.len);
     }
-    (void)head;
     buf_free(&err);
 }
 
