@@ -566,6 +566,60 @@ def test_a_send_in_bracketed_paste_mode_and_output_are_the_same(
         shutil.rmtree(root, ignore_errors=True)
 
 
+_PRINTER = """
+import random, sys, time
+rnd = random.Random(int(sys.argv[1]))
+pieces = [b"\\x1b[", b"\\x1b]0;t\\x07", b"\\x1b]8;;x\\x1b\\\\", b"\\x1bP", b"\\x1b(B", b"\\x1b",
+          b"\\r", b"\\n", b"\\b", b"\\t", b"\\x07", b"\\x7f", b"\\x85", b" \\xc2\\xa0",
+          b"\\xe2\\x80\\xa8", b"\\xc3", b"\\xa9", b"\\xe2\\x82", b"\\xed\\xa0\\x80",
+          b"\\xf0\\x9f\\x98\\x80", b"\\xff", b"31m", b"2J", b"?2004h", b"word ", b"  ", b"m"]
+out = bytearray()
+while len(out) < int(sys.argv[2]):
+    out += rnd.choice(pieces) if rnd.random() < 0.6 else bytes([rnd.randrange(256)])
+sys.stdout.buffer.write(bytes(out) + b"\\nDONE\\n")
+sys.stdout.flush()
+time.sleep(30)
+"""
+
+
+@pytest.mark.parametrize(("seed", "size"), [(1, 2_000), (2, 40_000), (3, 300_000)])
+def test_screens_of_random_output_are_the_python_hosts(
+    built: Path, monkeypatch: pytest.MonkeyPatch, seed: int, size: int
+) -> None:
+    """Escapes cut anywhere, bad UTF-8, CRs and backspaces, past the ring's size: the same
+    screen for every number of lines, and the same replay on attach."""
+    root = Path(tempfile.mkdtemp(prefix="vs", dir="/tmp"))
+    seen: dict[str, list[object]] = {}
+    try:
+        for kind in ("python", "native"):
+            monkeypatch.setenv(HOST_ENV, kind)
+            agent = f"ag_{kind}"
+            record = launch_host(
+                agent,
+                [sys.executable, "-c", _PRINTER, str(seed), str(size)],
+                root,
+                {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                root / "h" / f"{agent}.json",
+                root / "r" / f"{agent}.sock",
+                linger=0.2,
+            )
+            client = HostClient(record.socket)
+
+            def done(c: HostClient = client) -> bool:
+                return c.screen(1) == "DONE"
+
+            wait_until(done, 20, "the output to end")
+            seen[kind] = [client.screen(n) for n in (1, 2, 5, 40, 200, 5000, 0, -3)]
+            seen[kind].append(_ask(record.socket, _frame(b"J", _json({"op": "attach"})))[0])
+            replay = _ask(record.socket, _frame(b"J", _json({"op": "watch", "output": True})))
+            seen[kind].append(replay)
+            client.stop(grace=1)
+        assert seen["native"] == seen["python"]
+        assert len(str(seen["native"][5])) > min(size // 4, 2000)  # a screen, not nothing
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 # --- hostile peers, against a build with AddressSanitizer and UBSan ---------------------
 
 
