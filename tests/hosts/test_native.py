@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import socket
@@ -634,10 +635,16 @@ def sanitized(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip(f"no sanitizer build here: {exc}")
 
 
+def _nofile(limit: int) -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+
 class Foreground:
     """A native host run in the foreground (its stderr kept), holding `sleep 60`."""
 
-    def __init__(self, binary: Path, root: Path, linger: float = 0.3) -> None:
+    def __init__(
+        self, binary: Path, root: Path, linger: float = 0.3, nofile: int | None = None
+    ) -> None:
         self.root = root
         self.sock = str(root / "r" / "s.sock")
         self.log = root / "host.log"
@@ -675,6 +682,7 @@ class Foreground:
                 stdout=subprocess.DEVNULL,
                 stderr=log,
                 env=env,
+                preexec_fn=None if nofile is None else lambda: _nofile(nofile),
             )
         os.close(write_fd)
         with os.fdopen(read_fd) as ready:
@@ -794,6 +802,64 @@ def test_a_stop_with_an_endless_grace_still_stops_on_the_program_end(
     assert code == 0, text
     assert "Sanitizer" not in text, text
     assert "runtime error" not in text, text
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def test_out_of_descriptors_the_host_waits_then_serves_again(built: Path) -> None:
+    root = Path(tempfile.mkdtemp(prefix="vo", dir="/tmp"))
+    host = Foreground(built, root, nofile=24)
+    try:
+        socks = []
+        for _ in range(40):  # more than it may hold: the rest wait in the backlog
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            try:
+                sock.connect(host.sock)
+            except BlockingIOError:
+                pass
+            socks.append(sock)
+        time.sleep(0.3)
+        before = _cpu_ticks(host.proc.pid)
+        time.sleep(1.0)
+        assert _cpu_ticks(host.proc.pid) - before < 20  # waiting, not spinning on accept
+        for sock in socks:
+            sock.close()
+
+        def serves() -> bool:
+            try:
+                return HostClient(host.sock).status().running
+            except HostError:
+                return False  # its backlog still holds the closed ones
+
+        wait_until(serves, 10, "the host to serve again")
+        assert "cannot accept a connection" in host.end()
+    finally:
+        if host.proc.poll() is None:
+            host.proc.kill()
+            host.proc.wait()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_request_of_a_million_keys_costs_no_more_than_its_frame(built: Path) -> None:
+    root = Path(tempfile.mkdtemp(prefix="vk", dir="/tmp"))
+    host = Foreground(built, root)
+    try:
+        doc = b'{"op": "nope", ' + b'"k": 1, ' * 1_500_000 + b'"z": 0}'
+        reply = _ask(host.sock, _frame(b"J", doc), timeout=30)
+        assert json.loads(reply[0][1]) == {"ok": False, "error": "unknown request 'nope'"}
+        status = Path(f"/proc/{host.proc.pid}/status").read_text()
+        peak_kb = int(status.split("VmHWM:")[1].split()[0])
+        assert peak_kb < 3 * len(doc) // 1024 + 4096  # the frame, its decoded copy, no more
+        host.end()
+    finally:
+        if host.proc.poll() is None:
+            host.proc.kill()
+            host.proc.wait()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 # --- choosing the host ----------------------------------------------------------------

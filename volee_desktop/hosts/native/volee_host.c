@@ -769,6 +769,8 @@ typedef struct {
     size_t pos;
     buf_t whole;
     int failed;
+    /* every top-level member (the env file), or only the keys a request reads, each once */
+    int keep_all;
     /* the top-level object's members, in order */
     member_t *mem;
     size_t nmem, capmem;
@@ -923,7 +925,27 @@ static int jp_object(jparse_t *p, size_t idx, int depth, size_t *next_out) {
             while (idx <= end_idx && JWS(s[idx])) idx++;
             jval_t v;
             if (jp_value(p, idx, depth, &next, &v) < 0) return -1;
-            if (top) {
+            int store = top;
+            if (top && !p->keep_all) {
+                /* a request: only the keys requests read, the last of each (as a dict) */
+                static const char *const wanted[] = {"op", "rows", "cols", "lines", "signal",
+                                                     "grace", "text", "enter", "output"};
+                const char *key = p->keys.p ? p->keys.p + key_off : "";
+                int keep = 0;
+                size_t same = p->nmem;
+                for (size_t w = 0; w < sizeof wanted / sizeof wanted[0]; w++)
+                    if (strlen(wanted[w]) == key_len && !memcmp(wanted[w], key, key_len)) keep = 1;
+                for (same = 0; keep && same < p->nmem; same++)
+                    if (p->mem[same].key_len == key_len &&
+                        !memcmp(p->keys.p + p->mem[same].key_off, key, key_len))
+                        break;
+                if (keep && same < p->nmem) p->mem[same].val = v;
+                if (!keep || same < p->nmem) {
+                    p->keys.len = key_off;
+                    store = 0;
+                }
+            }
+            if (store) {
                 if (p->nmem == p->capmem) {
                     size_t cap = p->capmem ? p->capmem * 2 : 8;
                     member_t *m = realloc(p->mem, cap * sizeof *m);
@@ -1035,8 +1057,9 @@ static void jdoc_free(jdoc_t *j) {
 }
 
 /* lean.loads(payload); 0, or -1 with json's message in err (ValueError's text). */
-static int json_loads(jdoc_t *j, const unsigned char *b, size_t n, buf_t *err) {
+static int json_loads(jdoc_t *j, const unsigned char *b, size_t n, int keep_all, buf_t *err) {
     memset(j, 0, sizeof *j);
+    j->p.keep_all = keep_all;
     const char *enc = detect_encoding(b, n);
     int rc;
     if (!strcmp(enc, "utf-8")) rc = decode_utf8_pass(b, n, &j->doc, err);
@@ -2066,7 +2089,7 @@ typedef struct {
     const char *host_signal;
 } exit_t;
 
-enum { T_KILLPG, T_END_LINGER, T_KILL_LEFTOVERS, T_SEND_FINISH };
+enum { T_KILLPG, T_END_LINGER, T_KILL_LEFTOVERS, T_SEND_FINISH, T_LISTEN };
 
 typedef struct {
     double at;
@@ -2995,7 +3018,16 @@ static void request(client_t *c, jdoc_t *j) {
 
 static void on_accept(void) {
     int fd = accept4(H.listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return;
+    if (fd < 0) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            /* out of descriptors: the pending connection would wake the loop at once, for
+             * ever (the Python host died of it); listen again in a moment */
+            hlog("cannot accept a connection: %s", strerror(errno));
+            epoll_ctl(H.ep, EPOLL_CTL_DEL, H.listener, NULL);
+            later(0.1, T_LISTEN, 0, 0, 0);
+        }
+        return;
+    }
     struct ucred cred;
     socklen_t len = sizeof cred;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid != getuid()) {
@@ -3073,7 +3105,7 @@ static void on_client(client_t *c, int readable, int writable) {
         } else if (h[0] == 'J') {
             jdoc_t j;
             buf_t jerr = {0};
-            if (json_loads(&j, (const unsigned char *)payload, size, &jerr) < 0) {
+            if (json_loads(&j, (const unsigned char *)payload, size, 0, &jerr) < 0) {
                 buf_t m = {0};
                 buf_puts(&m, "bad JSON frame: ");
                 buf_add(&m, jerr.p, jerr.len);
@@ -3148,6 +3180,7 @@ static void run_timer(timer_t_ *t) {
     case T_END_LINGER: end_linger(); break;
     case T_KILL_LEFTOVERS: kill_leftovers(); break;
     case T_SEND_FINISH: send_finish(t->cid, t->enter); break;
+    case T_LISTEN: ep_set(H.listener, EPOLLIN, 1); break;
     }
 }
 
@@ -3554,7 +3587,7 @@ static char **read_env_file(const char *path) {
     close(fd);
     jdoc_t j;
     buf_t err = {0};
-    if (json_loads(&j, (const unsigned char *)(raw.p ? raw.p : ""), raw.len, &err) < 0 || j.root.type != J_OBJ) {
+    if (json_loads(&j, (const unsigned char *)(raw.p ? raw.p : ""), raw.len, 1, &err) < 0 || j.root.type != J_OBJ) {
         hlog("host failed: the env file %s is not a JSON object: %s", path, buf_str(&err));
         exit(1);
     }
