@@ -6,17 +6,21 @@ import json
 import os
 import re
 import signal
+import socket
 import stat
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 from conftest import Rig, host_argv
 
 from tests.polling import wait_until
+from volee_desktop.hosts import wire
 from volee_desktop.hosts.errors import HostError
 from volee_desktop.hosts.records import host_alive, program_alive, read_record
 
@@ -410,3 +414,53 @@ def test_a_process_that_daemonizes_away_from_the_program_is_adopted_by_its_host(
     current = read_record(rig.record_path("ag_1"))
     assert current is not None
     assert program_alive(current)
+
+
+def _exchange(path: Path, payload: bytes) -> dict[str, Any]:
+    """One JSON frame out, the first JSON frame back."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(str(path))
+    try:
+        sock.sendall(b"J" + len(payload).to_bytes(4, "big") + payload)
+        reader = wire.FrameReader()
+        while True:
+            data = sock.recv(65536)
+            assert data, "the host hung up without a reply"
+            for kind, body in reader.feed(data):
+                if kind == wire.JSON:
+                    reply: dict[str, Any] = json.loads(body)
+                    return reply
+    finally:
+        sock.close()
+
+
+def test_what_once_ended_the_host_is_a_bad_request(rig: Rig) -> None:
+    # Each of these ended the Python host (SystemError, RecursionError, OverflowError), and
+    # the agent's PTY with it.
+    rig.launch(["sleep", "30"], linger=5)
+    path = rig.socket_path("ag_1")
+    for payload, said in (
+        (b'{"op" "status"}', "bad JSON frame: Expecting ':' delimiter: line 1 column 7 (char 6)"),
+        (b'{"op": "x\\q"}', "bad JSON frame: Invalid \\escape: line 1 column 10 (char 9)"),
+        (b'["\\u12"]', "bad JSON frame: Invalid \\uXXXX escape: line 1 column 4 (char 3)"),
+        (b'{"op": "x\x01"}', "bad JSON frame: Invalid control character at: line 1 column 10"),
+        (
+            b"[" * 100_000 + b"]" * 100_000,
+            "bad JSON frame: maximum recursion depth exceeded while decoding a JSON array",
+        ),
+        (
+            b'{"op": "resize", "rows": Infinity, "cols": 5}',
+            "bad resize request: cannot convert float infinity to integer",
+        ),
+        (b'{"op": "screen", "lines": -1e999}', "bad screen request: cannot convert float"),
+        (b'{"op": "signal", "signal": 1e400}', "bad signal request: cannot convert float"),
+        (b'{"op": "stop", "grace": 1' + b"0" * 400 + b"}", "bad stop request: int too large"),
+    ):
+        reply = _exchange(path, payload)
+        assert reply["ok"] is False
+        assert reply["error"].startswith(said), reply
+    assert rig.client().status().running
+    # A stop whose grace never comes: the program takes its SIGTERM all the same.
+    reply = _exchange(path, b'{"op": "stop", "grace": NaN}')
+    assert reply["exit"]["signal_name"] == "SIGTERM"

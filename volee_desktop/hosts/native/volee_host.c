@@ -12,8 +12,10 @@
  * comparisons and reprs come out as Python's.  Command-line bytes that are not UTF-8 are
  * decoded as Python decodes argv (surrogateescape) and encoded back the same way.
  *
- * Where the Python host would crash on a hostile request (a nesting deeper than its
- * recursion limit, a grace or a size of infinity), this host replies with an error instead.
+ * A nesting deeper than CPython's recursion limit is a bad frame here as there (the same
+ * words); a timer of NaN or infinity waits for ever without spinning; out of descriptors the
+ * listener rests a moment.  The program does not inherit the --ready-fd (the Python host
+ * leaked it into the program until it wrote its line).
  *
  * Build: cc -O2 -s -o volee-host volee_host.c  (python -m volee_desktop.hosts.native build)
  */
