@@ -386,6 +386,11 @@ def test_every_reply_is_the_python_hosts_word_for_word(pair: tuple[str, str]) ->
     python_sock, native_sock = pair
     for data in CASES:
         _same_reply(python_sock, native_sock, data)
+    # Either side of a Python host's recursion limit (990 to 992 deep, as its stack is).
+    for depth in (900, 1100):
+        nested = b'{"op": ' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+        _same_reply(python_sock, native_sock, _frame(b"J", nested))
+        _same_reply(python_sock, native_sock, _frame(b"J", b"[" * depth + b"]" * depth))
     # Both are still serving, with the same state.
     for sock in pair:
         status = HostClient(sock).status()

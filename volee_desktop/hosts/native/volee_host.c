@@ -62,8 +62,9 @@ extern char **environ;
 #define ENTER_PAUSE 0.1
 #define MAX_FRAME (16 * 1024 * 1024)
 #define HEADER_SIZE 5
-/* CPython's JSON scanner recurses; past its recursion limit (1000, less the host's frames)
- * the Python host died of RecursionError.  Here it is a bad frame. */
+/* CPython's JSON scanner recurses; past its recursion limit (1000, less the host's own
+ * frames: 990 to 992 containers deep in a Python 3.11 host, as its stack is) it is a bad
+ * frame, here too. */
 #define MAX_DEPTH 990
 /* A reply bigger than this could never be queued (CLIENT_BACKLOG_LIMIT): stop building it. */
 #define REPLY_CAP (CLIENT_BACKLOG_LIMIT + 1024)
