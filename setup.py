@@ -12,7 +12,7 @@ platform (``py3-none-linux_x86_64``), one without it stays ``py3-none-any``.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import shutil
 import sys
 from pathlib import Path
@@ -28,14 +28,13 @@ FOLDERS = ("resources", "systemd", "launchd")
 
 
 def _native() -> ModuleType:
-    """volee_desktop/hosts/native, loaded alone (stdlib only: no need to import volee)."""
-    path = ROOT / "volee_desktop" / "hosts" / "native" / "__init__.py"
-    spec = importlib.util.spec_from_file_location("_volee_native_build", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """volee_desktop.hosts.native from this checkout (stdlib only, like the modules it
+    imports: volee_desktop, hosts and hosts.errors hold no more than their names)."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        return importlib.import_module("volee_desktop.hosts.native")
+    finally:
+        sys.path.remove(str(ROOT))
 
 
 BUILT_NATIVE: list[Path] = []

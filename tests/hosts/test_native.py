@@ -904,3 +904,17 @@ def test_a_binary_older_than_its_source_is_not_used(tmp_path: Path) -> None:
     source.write_text(source.read_text() + "\n/* changed */\n")
     assert native.binary(out, source) is None
     assert native.binary(tmp_path / "missing", source) is None
+
+
+def test_without_a_compiler_or_with_a_broken_source_the_build_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "broken.c"
+    broken.write_text("int main(void) { return missing; }\n")
+    if native.compiler() is not None:
+        with pytest.raises(native.NativeBuildError, match="missing"):
+            native.build(tmp_path / "out", source=broken)
+        assert not (tmp_path / "out").exists()
+    monkeypatch.setattr(native, "compiler", lambda: None)
+    with pytest.raises(native.NativeBuildError, match="no C compiler"):
+        native.build(tmp_path / "out")

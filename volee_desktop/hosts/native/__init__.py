@@ -24,6 +24,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from volee_desktop.hosts.errors import Error
+
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "volee_host.c"
 BINARY = HERE / "volee-host"
@@ -41,7 +43,7 @@ SANITIZE_FLAGS = (
 )
 
 
-class NativeBuildError(Exception):
+class NativeBuildError(Error):
     """The native host could not be built (no compiler, or the compiler failed)."""
 
 
