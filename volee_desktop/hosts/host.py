@@ -471,7 +471,12 @@ class Host(Requests):
         except (BlockingIOError, InterruptedError):
             return
         sock = _socket.socket(self.listener.family, self.listener.type, self.listener.proto, conn)
-        uid = _peer_uid(sock)
+        try:
+            uid = _peer_uid(sock)
+        except OSError as exc:  # a peer whose user cannot be read is refused (fail closed)
+            _log(f"refused a connection whose peer cannot be read: {exc}")
+            sock.close()
+            return
         if uid is not None and uid != os.getuid():
             _log(f"refused a connection from uid {uid}")
             sock.close()

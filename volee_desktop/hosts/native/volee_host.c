@@ -3033,7 +3033,13 @@ static void on_accept(void) {
     }
     struct ucred cred;
     socklen_t len = sizeof cred;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid != getuid()) {
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+        /* a peer whose user cannot be read is refused, never taken for ours (fail closed) */
+        hlog("refused a connection whose peer cannot be read: %s", strerror(errno));
+        close(fd);
+        return;
+    }
+    if (cred.uid != getuid()) {
         hlog("refused a connection from uid %d", (int)cred.uid);
         close(fd);
         return;
