@@ -55,6 +55,15 @@ def build_native(package_dir: Path) -> None:
     BUILT_NATIVE.append(out)
 
 
+def drop_native_source(package_dir: Path) -> None:
+    """A wheel carries the native binary alone: not its C source (MANIFEST.in puts it in the
+    sdist, and package data would follow it here) nor the stamp of its hash, which only a
+    checkout needs to tell an edited source from the built one (hosts/native.binary)."""
+    native = package_dir / "hosts" / "native"
+    for name in ("volee_host.c", "volee-host.sha256"):
+        (native / name).unlink(missing_ok=True)
+
+
 class BuildPyWithData(build_py):
     """build_py that also copies the data folders into the built package, and builds the
     native host."""
@@ -65,6 +74,7 @@ class BuildPyWithData(build_py):
             build_native(ROOT / "volee_desktop")
             return
         build_native(Path(self.build_lib) / "volee_desktop")
+        drop_native_source(Path(self.build_lib) / "volee_desktop")
         target = Path(self.build_lib) / "volee_desktop" / "_data"
         for folder in FOLDERS:
             source = ROOT / folder

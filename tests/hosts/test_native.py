@@ -910,6 +910,18 @@ def test_a_binary_older_than_its_source_is_not_used(tmp_path: Path) -> None:
     assert native.binary(tmp_path / "missing", source) is None
 
 
+def test_a_binary_without_its_source_is_the_wheels_and_is_used(tmp_path: Path) -> None:
+    # An installed wheel (the .deb) carries the binary alone: nothing to compare it with.
+    source = tmp_path / "volee_host.c"
+    shutil.copy(native.SOURCE, source)
+    out = native.build(tmp_path / "volee-host", source=source)
+    source.unlink()
+    (tmp_path / "volee-host.sha256").unlink()
+    assert native.binary(out, source) == out
+    out.chmod(0o644)
+    assert native.binary(out, source) is None
+
+
 def test_without_a_compiler_or_with_a_broken_source_the_build_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,7 +11,10 @@ only, built with one ``cc`` line into this folder as ``volee-host``:
 
 ``volee-host.sha256`` beside the binary is the hash of the source it was built from: a
 binary older than its source is never used (an edited checkout falls back to the Python host
-until it is built again).  The launcher picks the host (``hosts/launcher.host_command``):
+until it is built again).  A wheel (so the .deb) carries the binary alone, neither the source
+nor the stamp (140 KB the package never reads): there, with no source to compare against, the
+binary is the one the wheel was built with, and is used.  The launcher picks the host
+(``hosts/launcher.host_command``):
 ``VOLEE_HOST=python`` forces the Python host, ``VOLEE_HOST=native`` requires this one, and
 anything else takes the native host when it is built.
 """
@@ -90,11 +93,18 @@ _checked: dict[tuple[Path, float, float], bool] = {}
 
 
 def binary(path: Path = BINARY, source: Path = SOURCE) -> Path | None:
-    """The built native host, or None when it is not built or was built from another source."""
+    """The built native host, or None when it is not built or was built from another source.
+
+    Without its source beside it (an installed wheel: setup.py ships the binary alone) the
+    binary is the one the wheel was built with: used when it is executable."""
     try:
-        key = (path, path.stat().st_mtime, source.stat().st_mtime)
+        built = path.stat().st_mtime
     except OSError:
         return None
+    try:
+        key = (path, built, source.stat().st_mtime)
+    except OSError:
+        return path if os.access(path, os.X_OK) else None
     if key not in _checked:
         try:
             fresh = _stamp(path).read_text().strip() == source_hash(source)
