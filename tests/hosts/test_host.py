@@ -43,6 +43,32 @@ def test_host_is_detached_in_its_own_session(rig: Rig) -> None:
     assert psutil.Process(record.program_pid).terminal() is not None
 
 
+def test_the_spawning_lock_is_held_until_the_new_hosts_command_line_is_there(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Popen returns once exec has closed the close-on-exec fds, before the kernel has set up
+    # the new image's arguments: for that moment /proc/PID/cmdline is empty. The daemon's search
+    # for a gone host's leftovers (which waits for SPAWNING) then could not tell the new host
+    # from a leftover and killed it: a resume right after a stop failed with "the host ...
+    # exited before starting" (seen with the native host in loaded runs). Here the first looks
+    # find no command line, as in that moment: the lock stays held until it is there.
+    from volee_desktop.hosts import launcher, recordio
+
+    real = recordio.command_line
+    looks: list[bool] = []
+
+    def just_exec_d(pid: int) -> list[str] | None:
+        looks.append(launcher.SPAWNING.locked())
+        return [] if len(looks) <= 3 else real(pid)
+
+    monkeypatch.setattr(recordio, "command_line", just_exec_d)
+    record = rig.launch(["sleep", "30"])
+
+    assert looks, "the launcher let go of SPAWNING without looking at the new host"
+    assert all(looks), "looked after letting go of SPAWNING"
+    assert host_alive(record)
+
+
 def test_record_holds_pids_times_and_argv(rig: Rig) -> None:
     before = time.time()
     argv = rig.fake_argv()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import volee_desktop
-from volee_desktop.hosts import native, wire
+from volee_desktop.hosts import native, recordio, wire
 from volee_desktop.hosts.errors import HostError, RecordError
 from volee_desktop.hosts.records import ExitStatus, HostRecord, host_alive, read_record
 
@@ -96,11 +96,15 @@ def _host_env() -> dict[str, str]:
     return env
 
 
-#: Held while a host's first process is forked and exec'd. Between ``setsid`` and ``exec``
-#: the child is a child of the daemon outside its session with the daemon's command line:
-#: to the daemon's search for what a gone host left behind (``daemon/agents/leftovers.py``,
-#: which holds this lock too) it looked like a leftover, and a resume right after a stop
-#: had its new host killed ("the host ... exited before starting").
+#: Held while a host's first process is forked and exec'd, until the kernel shows its
+#: command line. Between ``setsid`` and ``exec`` the child is a child of the daemon outside
+#: its session with the daemon's command line: to the daemon's search for what a gone host
+#: left behind (``daemon/agents/leftovers.py``, which holds this lock too) it looked like a
+#: leftover, and a resume right after a stop had its new host killed ("the host ... exited
+#: before starting").  ``Popen`` returns as soon as exec closes the close-on-exec fds, which
+#: is before the new image's arguments are set up: for that moment ``/proc/PID/cmdline`` is
+#: empty, the search could not tell the host for one (it took the native host so in loaded
+#: full runs), so the lock is held until the command line is there (``_recognisable``).
 SPAWNING = threading.Lock()
 
 
@@ -192,6 +196,7 @@ def launch_host(
                 start_new_session=True,
                 pass_fds=(ready_w,),
             )
+            _recognisable(proc)
     except OSError as exc:
         os.close(ready_r)
         os.close(ready_w)
@@ -217,6 +222,17 @@ def launch_host(
     if not message.get("ok"):
         raise HostError(str(message.get("error") or "the host failed without a reason"))
     return HostRecord.from_dict(message["record"])
+
+
+def _recognisable(proc: subprocess.Popen[bytes], timeout: float = 2.0) -> None:
+    """Return once ``/proc`` shows the new host's command line, or it has ended (a host's
+    first process forks the real host and exits at once), or there is no ``/proc``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        argv = recordio.command_line(proc.pid)
+        if argv is None or argv or proc.poll() is not None:
+            return
+        time.sleep(0.0005)
 
 
 def _read_ready(fd: int, timeout: float) -> dict[str, Any] | None:
