@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,7 +194,7 @@ def _png_size(path: Path) -> tuple[int, int]:
 
 
 def test_the_installed_daemon_runs_a_generic_agent_in_the_packaged_native_host(
-    deb: dict[str, object], tmp_path: Path
+    deb: dict[str, object],
 ) -> None:
     # The wheel carries the native host built (setup.py), without its source: the installed
     # daemon starts that binary; VOLEE_HOST=python still runs the Python host, on the packaged
@@ -203,10 +204,16 @@ def test_the_installed_daemon_runs_a_generic_agent_in_the_packaged_native_host(
     (binary,) = [f for f in files if f.endswith("/volee_desktop/hosts/native/volee-host")]
     assert binary.startswith(f"{PREFIX}/lib/python3"), binary
     assert not [f for f in files if f.endswith(("/volee_host.c", "/volee-host.sha256"))]
-    native = _hosts_of_a_sleeper(clean_env(tmp_path / "native"))
-    assert [binary] in [argv[:1] for argv in native], native
-    python = _hosts_of_a_sleeper(clean_env(tmp_path / "python", VOLEE_HOST="python"))
-    assert [f"{PREFIX}/bin/python", "-I", "-S"] in [argv[:3] for argv in python], python
+    # Short homes: a host's socket path (under VOLEE_HOME/run) must fit in 103 bytes, and
+    # tmp_path under xdist (…/popen-gw1/test_the_installed_…) leaves no room for a subfolder.
+    short = Path(tempfile.mkdtemp(prefix="vdeb", dir="/tmp"))
+    try:
+        native = _hosts_of_a_sleeper(clean_env(short / "n"))
+        assert [binary] in [argv[:1] for argv in native], native
+        python = _hosts_of_a_sleeper(clean_env(short / "p", VOLEE_HOST="python"))
+        assert [f"{PREFIX}/bin/python", "-I", "-S"] in [argv[:3] for argv in python], python
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
 
 
 def _hosts_of_a_sleeper(env: dict[str, str]) -> list[list[str]]:
