@@ -1,7 +1,8 @@
 """The .deb, built as `scripts/dev package` builds it, installed with dpkg on this machine, removed.
 
 What a person gets from it: `volee` on the PATH (the installed one, not this checkout's),
-a daemon that runs a generic agent in a host on the packaged interpreter (``-I -S``), the tray
+a daemon that runs a generic agent in the packaged native host (and, with VOLEE_HOST=python, in
+the Python host on the packaged interpreter, ``-I -S``), the tray
 app's icon in a real XEmbed tray (trayer under Xvfb), also when trayer starts ten seconds after
 the app, a menu entry and hicolor icons, no login item; then ``dpkg -r`` leaves nothing behind.
 
@@ -19,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -191,10 +193,34 @@ def _png_size(path: Path) -> tuple[int, int]:
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
-def test_the_installed_daemon_runs_a_generic_agent_in_a_host_on_the_packaged_python(
-    deb: dict[str, object], tmp_path: Path
+def test_the_installed_daemon_runs_a_generic_agent_in_the_packaged_native_host(
+    deb: dict[str, object],
 ) -> None:
-    env = clean_env(tmp_path)
+    # The wheel carries the native host built (setup.py), without its source: the installed
+    # daemon starts that binary; VOLEE_HOST=python still runs the Python host, on the packaged
+    # interpreter with -I -S. Each with a daemon of its own (VOLEE_HOST is read by the daemon).
+    files = deb["files"]
+    assert isinstance(files, list)
+    (binary,) = [f for f in files if f.endswith("/volee_desktop/hosts/native/volee-host")]
+    assert binary.startswith(f"{PREFIX}/lib/python3"), binary
+    assert not [f for f in files if f.endswith(("/volee_host.c", "/volee-host.sha256"))]
+    # Short homes: a host's socket path (under VOLEE_HOME/run) must fit in 103 bytes, and
+    # tmp_path under xdist (…/popen-gw1/test_the_installed_…) leaves no room for a subfolder.
+    short = Path(tempfile.mkdtemp(prefix="vdeb", dir="/tmp"))
+    try:
+        native = _hosts_of_a_sleeper(clean_env(short / "n"))
+        assert [binary] in [argv[:1] for argv in native], native
+        python = _hosts_of_a_sleeper(clean_env(short / "p", VOLEE_HOST="python"))
+        assert [f"{PREFIX}/bin/python", "-I", "-S"] in [argv[:3] for argv in python], python
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def _hosts_of_a_sleeper(env: dict[str, str]) -> list[list[str]]:
+    """Spawn a generic agent with the installed `volee`; the command lines of the hosts of
+    the daemon of ``env``'s VOLEE_HOME while it runs; then stop it and that daemon."""
+    import psutil
+
     try:
         spawned = json.loads(
             run(
@@ -212,16 +238,17 @@ def test_the_installed_daemon_runs_a_generic_agent_in_a_host_on_the_packaged_pyt
         assert [a["name"] for a in listed] == ["sleeper"]
         status = run(["volee", "daemon", "status"], env=env)
         assert f"volee daemon {volee_desktop.__version__}: running" in status
-        import psutil
-
-        hosts = [
-            p.info["cmdline"]
-            for p in psutil.process_iter(["cmdline"])
-            if (p.info["cmdline"] or [])[:3] == ["/opt/volee/bin/python", "-I", "-S"]
-        ]
-        assert hosts, "no host runs on the packaged interpreter with -I -S"
+        home = env["VOLEE_HOME"]
+        hosts = []
+        for proc in psutil.process_iter(["cmdline"]):
+            cmdline = proc.info["cmdline"] or []
+            # A host's --record and --socket are under its daemon's VOLEE_HOME.
+            if "--record" in cmdline and any(part.startswith(home) for part in cmdline):
+                hosts.append(cmdline)
+        assert hosts, "no host of the sleeper runs"
         stopped = run(["volee", "stop", "sleeper"], env=env)
         assert "stopped" in stopped
+        return hosts
     finally:
         subprocess.run(
             ["volee", "daemon", "stop"], env=env, cwd="/", capture_output=True, timeout=60

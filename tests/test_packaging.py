@@ -83,6 +83,9 @@ def test_the_wheel_carries_every_data_file(wheel: Path) -> None:
             assert archive.read(packaged) == (ROOT / name).read_bytes()
         assert "volee_desktop/py.typed" in names
         assert "volee_desktop/cli/hookshim.py" in names
+        # The native host's binary alone: its source and stamp only serve a checkout.
+        assert "volee_desktop/hosts/native/volee_host.c" not in names
+        assert "volee_desktop/hosts/native/volee-host.sha256" not in names
 
 
 @pytest.mark.slow
@@ -90,6 +93,9 @@ def test_the_code_finds_the_data_files_in_an_unpacked_wheel(wheel: Path, tmp_pat
     # The unpacked wheel is what site-packages holds: no checkout folders beside the package.
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(tmp_path)
+        for info in archive.infolist():  # the modes, as pip installs them (the native host's x)
+            if info.external_attr >> 16:
+                (tmp_path / info.filename).chmod((info.external_attr >> 16) & 0o777)
     probe = (
         "import sys\n"
         "sys.path.insert(0, sys.argv.pop(1))\n"
@@ -108,6 +114,12 @@ def test_the_code_finds_the_data_files_in_an_unpacked_wheel(wheel: Path, tmp_pat
         "assert template_path('launchd', 'com.volee.desktop.plist.in').is_relative_to(base)\n"
         "from volee_desktop.app.icons import resources_dir\n"
         "assert resources_dir() == base / 'resources'\n"
+        "import os\n"
+        "os.environ.pop('VOLEE_HOST', None)\n"
+        "from volee_desktop.hosts import launcher, native\n"
+        "assert not native.SOURCE.exists()\n"
+        "if native.BINARY.exists():  # built (a C compiler was there): used without its source\n"
+        "    assert launcher.host_command() == [str(native.BINARY)]\n"
         "print('ok')\n"
     )
     done = subprocess.run(

@@ -15,8 +15,8 @@ that it loads nothing else.
   ``indent`` and ``separators`` as ``json.dumps`` does, strings are escaped to ASCII by
   ``_json`` itself (``quote``), and ``loads`` parses with ``_json``'s scanner.  A malformed
   document raises ``ValueError`` with ``json``'s message (``Expecting value: line 1 column 1
-  (char 0)``); only errors deep inside a document make ``_json`` import ``json.decoder`` for
-  its exception, which a well-behaved peer never causes.
+  (char 0)``); the other syntax errors need ``json.decoder`` for their exception, imported
+  then (``re`` and ``enum`` with it), which a well-behaved peer never causes.
 - ``socket_refusal`` is the rule every client of the daemon's socket keeps before connecting
   (the blocking and asyncio clients through ``ipc.transport.check_server_path``, the lean ones
   through ``check_socket``): the folder and the socket are this user's, the folder writable by
@@ -222,6 +222,14 @@ def loads(doc: str | bytes | bytearray) -> Any:
         value, end = _scan(doc, start)
     except StopIteration as exc:
         raise _error("Expecting value", doc, exc.value) from None
+    except SystemError:
+        # Python 3.11's _json words most syntax errors with json.decoder.JSONDecodeError but
+        # only finds it in sys.modules: in a process that never imported json the error was a
+        # SystemError (a host died of one malformed frame).  Import it, then read again: the
+        # JSONDecodeError (a ValueError) says what json says.
+        import json.decoder  # noqa: F401
+
+        value, end = _scan(doc, start)
     end = _skip(doc, end)
     if end != len(doc):
         raise _error("Extra data", doc, end)

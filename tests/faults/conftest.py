@@ -3,6 +3,6 @@ faults, lying host records, connection floods.  Each test fails without the fix 
 
 from __future__ import annotations
 
-from tests.hosts.conftest import Rig, rig
+from tests.hosts.conftest import Rig, host_kind, native_host, pytest_generate_tests, rig
 
-__all__ = ["Rig", "rig"]
+__all__ = ["Rig", "host_kind", "native_host", "pytest_generate_tests", "rig"]

@@ -1,4 +1,9 @@
-"""Fixtures for host tests: a short temp folder, hosts running the fake harness, hook logs."""
+"""Fixtures for host tests: a short temp folder, hosts running the fake harness, hook logs.
+
+Every test that starts a host (through ``rig``, or asking for ``host_kind``) runs once with
+each host: the Python host (``hosts/main.py``) and the native one (``hosts/native``, built
+here when it is not).  ``VOLEE_TEST_HOSTS=python`` (or ``native``) runs only that one.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +21,8 @@ import pytest
 
 from tests.leftovers import end_host
 from tests.polling import wait_until
-from volee_desktop.hosts.launcher import HostClient, HostStream, launch_host
+from volee_desktop.hosts import native
+from volee_desktop.hosts.launcher import HOST_ENV, HostClient, HostStream, launch_host
 from volee_desktop.hosts.records import HostRecord, read_record
 
 FAKE_HARNESS = Path(__file__).resolve().parents[1] / "fakes" / "fake_harness.py"
@@ -131,8 +137,48 @@ class Rig:
         return found
 
 
+HOST_KINDS = ("python", "native")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "host_kind" in metafunc.fixturenames:
+        wanted = os.environ.get("VOLEE_TEST_HOSTS", ",".join(HOST_KINDS)).split(",")
+        kinds = [k for k in HOST_KINDS if k in wanted]
+        metafunc.parametrize("host_kind", kinds, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def native_host() -> Path:
+    """The native host's binary, built now if it is not (or is older than its source)."""
+    found = native.binary()
+    if found is None:
+        if native.compiler() is None:
+            pytest.skip("no C compiler to build the native host")
+        found = native.build()
+    return found
+
+
 @pytest.fixture
-def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
+def host_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which host launch_host starts in this test: "python" or "native" (VOLEE_HOST)."""
+    kind: str = request.param
+    if kind == "native":
+        request.getfixturevalue("native_host")
+    monkeypatch.setenv(HOST_ENV, kind)
+    return kind
+
+
+def host_argv(kind: str) -> list[str]:
+    """The host's own command line, to run it directly (``--foreground`` in tests)."""
+    if kind == "native":
+        found = native.binary()
+        assert found is not None
+        return [str(found)]
+    return [sys.executable, "-m", "volee_desktop.hosts.main"]
+
+
+@pytest.fixture
+def rig(monkeypatch: pytest.MonkeyPatch, host_kind: str) -> Iterator[Rig]:
     """A rig in a short /tmp folder (socket paths are limited); kills its hosts afterwards."""
     root = Path(tempfile.mkdtemp(prefix="v", dir="/tmp"))
     monkeypatch.setenv("VOLEE_HOME", str(root / "home"))

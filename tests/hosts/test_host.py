@@ -6,17 +6,21 @@ import json
 import os
 import re
 import signal
+import socket
 import stat
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
-from conftest import Rig
+from conftest import Rig, host_argv
 
 from tests.polling import wait_until
+from volee_desktop.hosts import wire
 from volee_desktop.hosts.errors import HostError
 from volee_desktop.hosts.records import host_alive, program_alive, read_record
 
@@ -37,6 +41,32 @@ def test_host_is_detached_in_its_own_session(rig: Rig) -> None:
     assert record.program_pid is not None
     assert os.getsid(record.program_pid) == record.program_pid
     assert psutil.Process(record.program_pid).terminal() is not None
+
+
+def test_the_spawning_lock_is_held_until_the_new_hosts_command_line_is_there(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Popen returns once exec has closed the close-on-exec fds, before the kernel has set up
+    # the new image's arguments: for that moment /proc/PID/cmdline is empty. The daemon's search
+    # for a gone host's leftovers (which waits for SPAWNING) then could not tell the new host
+    # from a leftover and killed it: a resume right after a stop failed with "the host ...
+    # exited before starting" (seen with the native host in loaded runs). Here the first looks
+    # find no command line, as in that moment: the lock stays held until it is there.
+    from volee_desktop.hosts import launcher, recordio
+
+    real = recordio.command_line
+    looks: list[bool] = []
+
+    def just_exec_d(pid: int) -> list[str] | None:
+        looks.append(launcher.SPAWNING.locked())
+        return [] if len(looks) <= 3 else real(pid)
+
+    monkeypatch.setattr(recordio, "command_line", just_exec_d)
+    record = rig.launch(["sleep", "30"])
+
+    assert looks, "the launcher let go of SPAWNING without looking at the new host"
+    assert all(looks), "looked after letting go of SPAWNING"
+    assert host_alive(record)
 
 
 def test_record_holds_pids_times_and_argv(rig: Rig) -> None:
@@ -353,16 +383,14 @@ def test_a_live_host_is_never_started_twice(rig: Rig) -> None:
     ],
 )
 def test_the_host_itself_records_a_failed_start(
-    rig: Rig, argv: list[str], cwd_name: str, message: str
+    rig: Rig, host_kind: str, argv: list[str], cwd_name: str, message: str
 ) -> None:
     rig.project  # noqa: B018 - creates the folder
     record_path = rig.record_path("ag_f")
     record_path.parent.mkdir(parents=True)
     read_fd, write_fd = os.pipe()
     cmd = [
-        sys.executable,
-        "-m",
-        "volee_desktop.hosts.main",
+        *host_argv(host_kind),
         "--agent",
         "ag_f",
         "--record",
@@ -412,3 +440,53 @@ def test_a_process_that_daemonizes_away_from_the_program_is_adopted_by_its_host(
     current = read_record(rig.record_path("ag_1"))
     assert current is not None
     assert program_alive(current)
+
+
+def _exchange(path: Path, payload: bytes) -> dict[str, Any]:
+    """One JSON frame out, the first JSON frame back."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(str(path))
+    try:
+        sock.sendall(b"J" + len(payload).to_bytes(4, "big") + payload)
+        reader = wire.FrameReader()
+        while True:
+            data = sock.recv(65536)
+            assert data, "the host hung up without a reply"
+            for kind, body in reader.feed(data):
+                if kind == wire.JSON:
+                    reply: dict[str, Any] = json.loads(body)
+                    return reply
+    finally:
+        sock.close()
+
+
+def test_what_once_ended_the_host_is_a_bad_request(rig: Rig) -> None:
+    # Each of these ended the Python host (SystemError, RecursionError, OverflowError), and
+    # the agent's PTY with it.
+    rig.launch(["sleep", "30"], linger=5)
+    path = rig.socket_path("ag_1")
+    for payload, said in (
+        (b'{"op" "status"}', "bad JSON frame: Expecting ':' delimiter: line 1 column 7 (char 6)"),
+        (b'{"op": "x\\q"}', "bad JSON frame: Invalid \\escape: line 1 column 10 (char 9)"),
+        (b'["\\u12"]', "bad JSON frame: Invalid \\uXXXX escape: line 1 column 4 (char 3)"),
+        (b'{"op": "x\x01"}', "bad JSON frame: Invalid control character at: line 1 column 10"),
+        (
+            b"[" * 100_000 + b"]" * 100_000,
+            "bad JSON frame: maximum recursion depth exceeded while decoding a JSON array",
+        ),
+        (
+            b'{"op": "resize", "rows": Infinity, "cols": 5}',
+            "bad resize request: cannot convert float infinity to integer",
+        ),
+        (b'{"op": "screen", "lines": -1e999}', "bad screen request: cannot convert float"),
+        (b'{"op": "signal", "signal": 1e400}', "bad signal request: cannot convert float"),
+        (b'{"op": "stop", "grace": 1' + b"0" * 400 + b"}", "bad stop request: int too large"),
+    ):
+        reply = _exchange(path, payload)
+        assert reply["ok"] is False
+        assert reply["error"].startswith(said), reply
+    assert rig.client().status().running
+    # A stop whose grace never comes: the program takes its SIGTERM all the same.
+    reply = _exchange(path, b'{"op": "stop", "grace": NaN}')
+    assert reply["exit"]["signal_name"] == "SIGTERM"

@@ -13,7 +13,7 @@ from volee_desktop.hosts import wire
 from volee_desktop.hosts.launcher import HostClient, launch_host
 
 
-def test_a_watcher_hears_the_exit_before_the_host_lingers_out() -> None:
+def test_a_watcher_hears_the_exit_before_the_host_lingers_out(host_kind: str) -> None:
     root = Path(tempfile.mkdtemp(prefix="vw", dir="/tmp"))
     record = launch_host(
         "ag_watch",
@@ -48,7 +48,7 @@ def test_a_watcher_hears_the_exit_before_the_host_lingers_out() -> None:
     assert waited < 10  # long before the 30 s linger would have closed the connection
 
 
-def test_a_watcher_asking_for_output_gets_it_then_resizes_then_the_exit() -> None:
+def test_a_watcher_asking_for_output_gets_it_then_resizes_then_the_exit(host_kind: str) -> None:
     root = Path(tempfile.mkdtemp(prefix="vw", dir="/tmp"))
     record = launch_host(
         "ag_watch",

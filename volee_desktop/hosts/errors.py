@@ -4,7 +4,8 @@
 
     Error                 root: catch this to catch anything hosts raises
     ├── HostError         a host could not be started or reached, or refused a request
-    └── RecordError       a host record exists but cannot be read
+    ├── RecordError       a host record exists but cannot be read
+    └── NativeBuildError  the native host could not be built (hosts/native)
 """
 
 from __future__ import annotations

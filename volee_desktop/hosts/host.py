@@ -70,6 +70,8 @@ HANGUP_GRACE = 3.0
 LEFTOVER_GRACE = 1.0
 LEFTOVER_WAIT = 5.0
 LEFTOVER_CHECK = 0.05
+# The loop wakes at least this often (epoll counts its timeout in int milliseconds).
+_MAX_WAIT = 3600.0
 PASTE_ON = b"\x1b[?2004h"
 PASTE_OFF = b"\x1b[?2004l"
 _SIGNALS = {getattr(_signal, name): name for name in HOST_SIGNALS}  # number: name
@@ -241,8 +243,11 @@ class Host(Requests):
         self._reap()  # the program may have ended before SIGCHLD had a handler
         while not self.done:
             timeout = None
-            if self.timers:
-                timeout = max(0.0, min(t[0] for t in self.timers) - time.monotonic())
+            # A deadline of NaN is never due and one far away (a stop's grace of 1e300) never
+            # comes: neither may spin the loop nor overflow epoll's milliseconds.
+            soon = [t[0] for t in self.timers if t[0] == t[0]]
+            if soon:
+                timeout = min(_MAX_WAIT, max(0.0, min(soon) - time.monotonic()))
             for fd, events, callback in self.sel.select(timeout):
                 callback(fd, events)
             now = time.monotonic()
@@ -466,7 +471,12 @@ class Host(Requests):
         except (BlockingIOError, InterruptedError):
             return
         sock = _socket.socket(self.listener.family, self.listener.type, self.listener.proto, conn)
-        uid = _peer_uid(sock)
+        try:
+            uid = _peer_uid(sock)
+        except OSError as exc:  # a peer whose user cannot be read is refused (fail closed)
+            _log(f"refused a connection whose peer cannot be read: {exc}")
+            sock.close()
+            return
         if uid is not None and uid != os.getuid():
             _log(f"refused a connection from uid {uid}")
             sock.close()

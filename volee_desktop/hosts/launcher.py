@@ -1,8 +1,10 @@
 """Start a host for an agent, and talk to a running host over its socket.
 
-``launch_host`` starts the host (``volee_desktop.hosts.main`` under ``python -I -S``)
-detached (its own session, reparented to init) and returns once the host says the
-program started, or raises ``HostError`` with the reason it could not.  ``HostClient``
+``launch_host`` starts the host detached (its own session, reparented to init) and returns
+once the host says the program started, or raises ``HostError`` with the reason it could
+not.  The host is the native one (``hosts/native``, about 1 MB RSS) when it is built, else
+``volee_desktop.hosts.main`` under ``python -I -S`` (8.4 MB): ``VOLEE_HOST=python`` forces the
+Python host, ``VOLEE_HOST=native`` requires the native one (``host_kind``).  ``HostClient``
 makes blocking requests (the daemon calls them in a thread); ``HostStream`` is one
 attached connection; ``hosts.attach.attach`` connects a terminal to the agent's PTY.
 """
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import volee_desktop
-from volee_desktop.hosts import wire
+from volee_desktop.hosts import native, recordio, wire
 from volee_desktop.hosts.errors import HostError, RecordError
 from volee_desktop.hosts.records import ExitStatus, HostRecord, host_alive, read_record
 
@@ -38,6 +40,8 @@ _BOOT = (
 # sun_path is 108 bytes on Linux and 104 on macOS, NUL included.
 MAX_SOCKET_PATH = 103
 LAUNCH_TIMEOUT = 15.0
+#: Which host to start: "python", "native", or unset (native when it is built).
+HOST_ENV = "VOLEE_HOST"
 DETACH_KEY = b"\x1d"  # Ctrl-]
 
 
@@ -56,6 +60,33 @@ def _check_program(argv0: str, cwd: Path, env: Mapping[str, str]) -> None:
         )
 
 
+def host_kind() -> str:
+    """Which host ``launch_host`` starts: "native" or "python" (``VOLEE_HOST``, else "native"
+    when the native host is built and fresh).  HostError when native is required but missing."""
+    wanted = os.environ.get(HOST_ENV, "")
+    if wanted == "python":
+        return "python"
+    if native.binary() is not None:
+        return "native"
+    if wanted == "native":
+        raise HostError(
+            f"{HOST_ENV}=native but the native host is not built (or is older than its "
+            "source); run: python -m volee_desktop.hosts.native build"
+        )
+    return "python"
+
+
+def host_command(python: str = sys.executable) -> list[str]:
+    """The host's command line up to its options (``launch_host`` adds them)."""
+    if host_kind() == "native":
+        found = native.binary()
+        assert found is not None
+        return [str(found)]
+    # No site, no environment: the site hooks (an editable install's finder, .pth files)
+    # cost every host a MiB, and the host needs only the stdlib and its package.
+    return [python, "-I", "-S", "-c", _BOOT, str(PACKAGE_ROOT)]
+
+
 def _host_env() -> dict[str, str]:
     """The host interpreter's own environment (the program gets the one it is given)."""
     env = {"PATH": os.environ.get("PATH", os.defpath)}
@@ -65,11 +96,15 @@ def _host_env() -> dict[str, str]:
     return env
 
 
-#: Held while a host's first process is forked and exec'd. Between ``setsid`` and ``exec``
-#: the child is a child of the daemon outside its session with the daemon's command line:
-#: to the daemon's search for what a gone host left behind (``daemon/agents/leftovers.py``,
-#: which holds this lock too) it looked like a leftover, and a resume right after a stop
-#: had its new host killed ("the host ... exited before starting").
+#: Held while a host's first process is forked and exec'd, until the kernel shows its
+#: command line. Between ``setsid`` and ``exec`` the child is a child of the daemon outside
+#: its session with the daemon's command line: to the daemon's search for what a gone host
+#: left behind (``daemon/agents/leftovers.py``, which holds this lock too) it looked like a
+#: leftover, and a resume right after a stop had its new host killed ("the host ... exited
+#: before starting").  ``Popen`` returns as soon as exec closes the close-on-exec fds, which
+#: is before the new image's arguments are set up: for that moment ``/proc/PID/cmdline`` is
+#: empty, the search could not tell the host for one (it took the native host so in loaded
+#: full runs), so the lock is held until the command line is there (``_recognisable``).
 SPAWNING = threading.Lock()
 
 
@@ -117,6 +152,7 @@ def launch_host(
     for folder in (record_path.parent, socket_path.parent):
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(folder, 0o700)
+    head = host_command(python)
     env_file = record_path.parent / f".{agent_id}.env.{os.getpid()}.{threading.get_ident()}"
     fd = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
@@ -124,14 +160,7 @@ def launch_host(
     log_path = record_path.with_suffix(".log")
     ready_r, ready_w = os.pipe()
     cmd = [
-        python,
-        # No site, no environment: the site hooks (an editable install's finder, .pth
-        # files) cost every host a MiB, and the host needs only the stdlib and its package.
-        "-I",
-        "-S",
-        "-c",
-        _BOOT,
-        str(PACKAGE_ROOT),
+        *head,
         "--agent",
         agent_id,
         "--record",
@@ -167,11 +196,12 @@ def launch_host(
                 start_new_session=True,
                 pass_fds=(ready_w,),
             )
+            _recognisable(proc)
     except OSError as exc:
         os.close(ready_r)
         os.close(ready_w)
         env_file.unlink(missing_ok=True)
-        raise HostError(f"cannot run the host interpreter {python}: {exc.strerror}") from exc
+        raise HostError(f"cannot run the host {cmd[0]}: {exc.strerror}") from exc
     os.close(ready_w)
     try:
         message = _read_ready(ready_r, timeout)
@@ -192,6 +222,17 @@ def launch_host(
     if not message.get("ok"):
         raise HostError(str(message.get("error") or "the host failed without a reason"))
     return HostRecord.from_dict(message["record"])
+
+
+def _recognisable(proc: subprocess.Popen[bytes], timeout: float = 2.0) -> None:
+    """Return once ``/proc`` shows the new host's command line, or it has ended (a host's
+    first process forks the real host and exits at once), or there is no ``/proc``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        argv = recordio.command_line(proc.pid)
+        if argv is None or argv or proc.poll() is not None:
+            return
+        time.sleep(0.0005)
 
 
 def _read_ready(fd: int, timeout: float) -> dict[str, Any] | None:

@@ -101,7 +101,8 @@ class Requests:
             return
         try:
             handler(client, req)
-        except (TypeError, ValueError, KeyError) as exc:
+        except (TypeError, ValueError, KeyError, OverflowError) as exc:
+            # OverflowError: int() of an infinity, float() of a huge int (it ended the host)
             self._reply(client, {"ok": False, "error": f"bad {op} request: {exc}"})
 
     def _op_hello(self, client: _Client, req: dict[str, object]) -> None:

@@ -67,7 +67,7 @@ def decode_json(payload: bytes) -> dict[str, object]:
     """Decode a JSON frame's payload, which must be an object."""
     try:
         obj = lean.loads(payload)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the limit
         raise FrameError(f"bad JSON frame: {exc}") from exc
     if not isinstance(obj, dict):
         raise FrameError(f"a JSON frame must hold an object, not {type(obj).__name__}")

@@ -52,8 +52,13 @@ log = logging.getLogger(__name__)
 
 #: Deeper than any real process tree; a loop in a broken table stops here.
 MAX_DEPTH = 64
-#: How a volee host's command line names its module (launcher.py's boot line).
-HOST_MODULES = ("volee_desktop.hosts.main", "volee_desktop.hosts.host")
+#: How a volee host's command line names its module (launcher.py's boot line), or the native
+#: host's binary (hosts/native).
+HOST_MODULES = (
+    "volee_desktop.hosts.main",
+    "volee_desktop.hosts.host",
+    "volee_desktop/hosts/native/volee-host",
+)
 
 
 @dataclass(frozen=True)
