@@ -246,6 +246,9 @@ def test_a_loop_in_the_table_ends_unknown(tmp_path: Path) -> None:
 
 def test_host_agent_reads_only_hosts_command_lines() -> None:
     assert host_agent(["python", "-m", "volee_desktop.hosts.host", "--agent", A1]) == A1
+    native = "/opt/volee/lib/python3.11/site-packages/volee_desktop/hosts/native/volee-host"
+    assert host_agent([native, "--agent", A1, "--record", "r", "--", "claude"]) == A1
+    assert host_agent(["/usr/bin/volee-host", "--agent", A1]) is None  # not volee's own path
     assert host_agent(["bash", "-c", "echo", "--agent", A1]) is None
     # A program argument after "--" does not count.
     line = ["python", "-c", "volee_desktop.hosts.host", "--", "x", "--agent", A1]
