@@ -74,13 +74,9 @@ def _ask(path: str, data: bytes, timeout: float = 5.0) -> list[tuple[bytes, byte
 
 
 @pytest.fixture(scope="module")
-def built() -> Path:
-    found = native.binary()
-    if found is None:
-        if native.compiler() is None:
-            pytest.skip("no C compiler to build the native host")
-        found = native.build()
-    return found
+def built(native_host: Path) -> Path:
+    """The native host's binary (conftest's ``native_host``)."""
+    return native_host
 
 
 @pytest.fixture

@@ -1212,22 +1212,27 @@ static void pyint_from_digits(pyint_t *x, const char *s, size_t n) {
     x->text[k + n] = 0;
 }
 
-/* int(str) as Python reads it (base 10); 0, or -1 with ValueError's text in err. */
-static int pyint_from_str(pyint_t *x, const char *str, size_t n, buf_t *err) {
-    /* _PyUnicode_TransformDecimalAndSpaceToASCII */
-    buf_t a = {0};
+/* _PyUnicode_TransformDecimalAndSpaceToASCII: a number's text with Unicode digits and spaces
+ * made ASCII (what int() and float() read); '?' ends it at the first other character. */
+static void ascii_number(buf_t *a, const char *str, size_t n) {
     const unsigned char *s = (const unsigned char *)str;
     for (size_t i = 0; i < n;) {
         uint32_t cp;
         i = next_cp(s, n, i, &cp);
-        if (cp < 127) buf_putc(&a, (char)cp);
-        else if (py_isspace(cp)) buf_putc(&a, ' ');
+        if (cp < 127) buf_putc(a, (char)cp);
+        else if (py_isspace(cp)) buf_putc(a, ' ');
         else {
             int d = py_decimal(cp);
-            if (d < 0) { buf_putc(&a, '?'); break; }
-            buf_putc(&a, (char)('0' + d));
+            if (d < 0) { buf_putc(a, '?'); break; }
+            buf_putc(a, (char)('0' + d));
         }
     }
+}
+
+/* int(str) as Python reads it (base 10); 0, or -1 with ValueError's text in err. */
+static int pyint_from_str(pyint_t *x, const char *str, size_t n, buf_t *err) {
+    buf_t a = {0};
+    ascii_number(&a, str, n);
     const char *p = a.p ? a.p : "";
     size_t len = a.len, i = 0;
     int ok = 0;
@@ -1265,18 +1270,7 @@ static int pyint_from_str(pyint_t *x, const char *str, size_t n, buf_t *err) {
 /* float(str) as Python reads it; 0, or -1 with ValueError's text in err. */
 static int pyfloat_from_str(double *out, const char *str, size_t n, buf_t *err) {
     buf_t a = {0};
-    const unsigned char *s = (const unsigned char *)str;
-    for (size_t i = 0; i < n;) {
-        uint32_t cp;
-        i = next_cp(s, n, i, &cp);
-        if (cp < 127) buf_putc(&a, (char)cp);
-        else if (py_isspace(cp)) buf_putc(&a, ' ');
-        else {
-            int d = py_decimal(cp);
-            if (d < 0) { buf_putc(&a, '?'); break; }
-            buf_putc(&a, (char)('0' + d));
-        }
-    }
+    ascii_number(&a, str, n);
     const char *p = a.p ? a.p : "";
     size_t len = a.len, i = 0, end = len;
     int ok = 0;
