@@ -2705,7 +2705,8 @@ static void reply_size(client_t *c) {
     buf_free(&b);
 }
 
-static void queue_replay_and_exit(client_t *c) {
+/* The recent output, as one output frame (none when there is none). */
+static void queue_replay(client_t *c) {
     buf_t replay = {0}, f = {0};
     ring_tail(&replay, REPLAY_BYTES);
     if (replay.len) {
@@ -2714,12 +2715,20 @@ static void queue_replay_and_exit(client_t *c) {
     }
     buf_free(&replay);
     buf_free(&f);
-    if (H.exit.has) {
-        buf_t ev = {0};
-        exit_event(&ev);
-        queue_json(c, &ev);
-        buf_free(&ev);
-    }
+}
+
+/* The program's exit event, once it has ended. */
+static void queue_exit(client_t *c) {
+    if (!H.exit.has) return;
+    buf_t ev = {0};
+    exit_event(&ev);
+    queue_json(c, &ev);
+    buf_free(&ev);
+}
+
+static void queue_replay_and_exit(client_t *c) {
+    queue_replay(c);
+    queue_exit(c);
 }
 
 /* A missing key as KeyError says it: its repr. */
@@ -2746,21 +2755,9 @@ static int op_watch(client_t *c, jdoc_t *j, buf_t *err) {
     reply_size(c);
     if (jtruthy(j, jget(j, "output"))) {
         c->output = 1;
-        buf_t replay = {0}, f = {0};
-        ring_tail(&replay, REPLAY_BYTES);
-        if (replay.len) {
-            frame_into(&f, 'O', replay.p, replay.len);
-            queue(c, f.p, f.len);
-        }
-        buf_free(&replay);
-        buf_free(&f);
+        queue_replay(c);
     }
-    if (H.exit.has) {
-        buf_t ev = {0};
-        exit_event(&ev);
-        queue_json(c, &ev);
-        buf_free(&ev);
-    }
+    queue_exit(c);
     return 0;
 }
 
