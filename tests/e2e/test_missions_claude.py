@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.recovery_rig import Rig
-from tests.fakes.fake_anthropic import FakeAnthropic
+from tests.fakes.fake_anthropic import FakeAnthropic, last_user_message
 from tests.fakes.harness_env import claude_env
 from tests.polling import wait_until
 from volee_desktop.ipc.client import Client
@@ -69,6 +69,22 @@ def test_a_real_claude_coordinator_posts_and_presents_its_report_through_mcp(
             "messages.post", sender=worker, to=[coordinator], body="all fine", kind="report"
         )
     wait_until(lambda: show(rig, mission)["status"] == "reporting", 30, "reporting")
+    # volee's "every worker delivered" notice is typed into the coordinator while it may still
+    # be in the turns of the messages before it; the person's message typed right behind it
+    # can land in the same prompt box and reach the model on the same line as the notice
+    # ("...approving option).MCP: ..."), where the fake does not read it as a tool call.  So
+    # the person writes once the notice has reached the model and the coordinator's turn ended.
+    wait_until(
+        lambda: any(
+            "Every worker delivered" in json.dumps(last_user_message(r["body"]["messages"]))
+            for r in server.requests("/v1/messages")
+            if isinstance(r.get("body"), dict) and r["body"].get("messages")
+        ),
+        30,
+        "the notice reaching the model",
+    )
+    name = next(a["name"] for a in rig.agents().values() if a["id"] == coordinator)
+    rig.wait_state(name, "done", timeout=30)
 
     present = json.dumps(
         {"body": "the survey is done", "options": ["ship", "redo"], "approving": "ship"}
