@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import replace
 from pathlib import Path
@@ -55,6 +56,20 @@ def test_launch_chooses_the_session_and_writes_the_hooks_file() -> None:
     command = hooks["PreToolUse"][0]["hooks"][0]["command"]
     assert command == "/usr/bin/python3 -m volee_desktop.cli hook PreToolUse"
     assert hooks["PreToolUse"][0]["matcher"] == "*"
+
+
+def test_the_notification_hook_runs_only_for_the_kinds_volee_reads() -> None:
+    # An idle_prompt comes a minute after every turn and changes nothing (below): a shim
+    # started for it in every idle agent would be CPU volee adds to the agent for nothing.
+    plan = ClaudeProfile().launch("ag_1", S, context("/opt/claude"))
+
+    [entry] = json.loads(plan.files["/state/agents/ag_1/claude-settings.json"])["hooks"][
+        "Notification"
+    ]
+    kinds = set(entry["matcher"].split("|"))
+    assert kinds == {"permission_prompt", "elicitation_dialog"}
+    assert all(re.fullmatch(entry["matcher"], kind) for kind in kinds)
+    assert not re.search(entry["matcher"], "idle_prompt")
 
 
 def test_launch_adds_volees_mcp_server_knowing_its_agent() -> None:

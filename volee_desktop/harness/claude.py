@@ -55,6 +55,8 @@ HOOK_EVENTS = (
     "SessionEnd",
 )
 LEFT_BY_PERSON = "you left Claude Code"
+#: The ``notification_type``s volee acts on (``hook_events``), as the Notification hook's matcher.
+NOTIFICATIONS_READ = "permission_prompt|elicitation_dialog"
 
 
 def hooks_settings(hook: tuple[str, ...]) -> dict[str, Any]:
@@ -66,6 +68,10 @@ def hooks_settings(hook: tuple[str, ...]) -> dict[str, Any]:
         entry: dict[str, Any] = {"hooks": [{"type": "command", "command": f"{prefix} {name}"}]}
         if name in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"):
             entry["matcher"] = "*"
+        elif name == "Notification":
+            # Only the kinds volee reads: an `idle_prompt` (a minute after every turn) would
+            # start a shim in each idle agent for nothing (docs/performance.md, section 1).
+            entry["matcher"] = NOTIFICATIONS_READ
         hooks[name] = [entry]
     return {"hooks": hooks}
 
