@@ -34,6 +34,7 @@ from .app_dialogs import AppDialogs
 from .attention import (
     MENU_AGENTS,
     AgentLine,
+    MissionLine,
     agent_line,
     awaiting_missions,
 )
@@ -51,9 +52,8 @@ from .notify_policy import REVIEW_CHOICE, Kind, Notice, NotifySettings
 from .notify_policy import Action as NoticeAction
 from .notifybus import Peer
 from .options import AppOptions, default_list_prefs
-from .panel import AgentPanel
 from .reviews import MissionReviews
-from .summary import summarize
+from .summary import TraySummary, summarize
 from .tasks import Tasks
 from .texts import limits_line, plan_line
 from .tray import Tray, failed_line
@@ -61,6 +61,7 @@ from .traywatch import TrayWatcher
 
 if TYPE_CHECKING:
     from .approval import ApprovalDialog
+    from .panel import AgentPanel
 
 log = logging.getLogger(__name__)
 
@@ -100,11 +101,15 @@ class AppController(QObject):
         prefs = options.list_prefs
         if prefs is None:
             prefs = default_list_prefs()
-        self.panel = AgentPanel(self.model, popup=use_tray, prefs_path=prefs)
-        self.panel.setWindowIcon(self.icons.app_icon())
+        # The list window is built when it is first shown or asked for, or once the daemon
+        # answers (``build_list_soon``): not before the icon and the daemon (issue 27, item 3).
+        self._panel: AgentPanel | None = None
+        self._prefs_path = prefs
+        self._popup = use_tray
+        self._status: tuple[str, bool] | None = None  # the last status said before it existed
+        self._context_limit: float | None = None
         # The daemon's discovery lists often for this app only while someone looks at it.
         self.looking = Looking(self)
-        self.looking.watch(self.panel)
         self.looking.changed.connect(self._looking_changed)
         self.app_dialogs = AppDialogs(
             config_path=options.config_path,
@@ -112,7 +117,7 @@ class AppController(QObject):
             ask=options.confirm,
             tell=options.show_error,
             parent=lambda: self.panel,
-            status=lambda text, transient: self.panel.show_status(text, transient=transient),
+            status=lambda text, transient: self.show_status(text, transient=transient),
             icon=self.icons.app_icon,
             link=lambda: self.link,
             tasks=self.tasks,
@@ -142,7 +147,6 @@ class AppController(QObject):
             failed=self.failed,
         )
         self.windows = self.actions.windows
-        self.panel.closed.connect(self._list_window_closed)
         sinks: Any = options.sinks
         if sinks is None:  # made with the first notification, after the first frame
             exported = not self.tray.answers
@@ -210,17 +214,12 @@ class AppController(QObject):
         self.live.observe(self.new_agent)  # after the model: the new agent is on the list
         self.live.observe_connection(self._connection_changed)
 
-        self.panel.action.connect(self.actions.run)
-        self.panel.many.connect(self.many.run)
-        self.panel.answer.connect(self._answer_shown)
         self.tray.answer_requested.connect(self._answer_shown)
         # The dialog comes in front; the list stays behind it.
-        self.panel.review.connect(self.review)
         self.tray.review_requested.connect(self.review)
         self.tray.agent_action.connect(self.actions.run)
         self.tray.open_list.connect(self.toggle_list)
         self.tray.new_agent_requested.connect(self.new_agent.open)
-        self.panel.new_agent.connect(self.new_agent.open)
         self.tray.quit_requested.connect(self.quit_requested.emit)
         self.tray.settings_requested.connect(self.open_settings)
         self.tray.about_requested.connect(self.open_about)
@@ -230,6 +229,58 @@ class AppController(QObject):
         )
         self._refresh_summary()
 
+    # --- the list window, built on demand ------
+
+    @property
+    def panel(self) -> AgentPanel:
+        """The agent list window (built the first time it is asked for)."""
+        if self._panel is None:
+            self._panel = self._build_panel()
+        return self._panel
+
+    @property
+    def panel_built(self) -> bool:
+        return self._panel is not None
+
+    def _build_panel(self) -> AgentPanel:
+        from .panel import AgentPanel
+
+        panel = AgentPanel(self.model, popup=self._popup, prefs_path=self._prefs_path)
+        panel.setWindowIcon(self.icons.app_icon())
+        self.looking.watch(panel)
+        panel.closed.connect(self._list_window_closed)
+        panel.action.connect(self.actions.run)
+        panel.many.connect(self.many.run)
+        panel.answer.connect(self._answer_shown)
+        panel.review.connect(self.review)
+        panel.new_agent.connect(self.new_agent.open)
+        # What the list would have shown had it existed: the summary, the missions awaiting
+        # the person, the context limit, the last status.
+        summary, missions = self._list_summary()
+        panel.set_summary(summary)
+        panel.set_missions(missions, self.options.clock())
+        if self._context_limit is not None:
+            panel.delegate.context_limit = self._context_limit
+        if self._status is not None:
+            text, transient = self._status
+            panel.show_status(text, transient=transient)
+            self._status = None
+        log.debug("agent list window built")
+        return panel
+
+    def build_list_soon(self) -> None:
+        """Build the list window at the loop's next turn, so its first showing is instant."""
+        from PySide6.QtCore import QTimer
+
+        QTimer.singleShot(0, lambda: self.panel)
+
+    def show_status(self, text: str, transient: bool = False) -> None:
+        """A line in the list's status area (kept for the list until it is built)."""
+        if self._panel is None:
+            self._status = (text, transient)
+        else:
+            self._panel.show_status(text, transient=transient)
+
     # --- starting ------
 
     def show(self) -> None:
@@ -237,7 +288,7 @@ class AppController(QObject):
         self.tray.apply_now()
         if self.has_tray:
             self.tray.show()
-            if self.panel.pinned:  # kept open: it was a window of the desktop, it is again
+            if self._pinned():  # kept open: it was a window of the desktop, it is again
                 self.panel.show_near(self.tray.geometry())
                 log.info("agent list shown (%d agents), kept open", self.model.rowCount())
         else:
@@ -248,6 +299,14 @@ class AppController(QObject):
             if self.tray_watcher is not None:
                 self.tray_watcher.start()
 
+    def _pinned(self) -> bool:
+        """Whether the list was kept open (its prefs say so), without building it."""
+        if self._panel is not None:
+            return bool(self._panel.pinned)
+        from .list_prefs import ListPrefs
+
+        return bool(ListPrefs.load(self._prefs_path).pinned)
+
     def _tray_appeared(self) -> None:
         """A panel with a tray came up after volee: move from the window into the icon."""
         self.has_tray = True
@@ -257,7 +316,7 @@ class AppController(QObject):
         log.info("moved into the system tray: the agent list opens from the icon")
 
     def _tray_at_next_start(self) -> None:
-        self.panel.show_status(
+        self.show_status(
             "A system tray appeared (GNOME's AppIndicator extension, a panel): quit and start "
             "volee again to move into it; this window stays meanwhile."
         )
@@ -333,9 +392,23 @@ class AppController(QObject):
             problems = notice.get("problems")
             if not text and isinstance(problems, list):
                 text = "; ".join(str(p) for p in problems)
-            self.panel.show_status(f"volee: {text or notice.get('kind', 'notice')}")
+            self.show_status(f"volee: {text or notice.get('kind', 'notice')}")
 
     def _refresh_summary(self) -> None:
+        summary, missions = self._summary()
+        self.tray.update(summary)
+        self.tray.set_limited(self.live.counts.limited)
+        if self._panel is not None:
+            self._panel.set_summary(summary.tooltip)
+            self._panel.set_missions(missions, self.options.clock())
+        self.tray.set_attention(missions, self.needing_agents())
+
+    def _list_summary(self) -> tuple[str, list[MissionLine]]:
+        """The list's summary line and the missions awaiting the person, as it shows them."""
+        summary, missions = self._summary()
+        return summary.tooltip, missions
+
+    def _summary(self) -> tuple[TraySummary, list[MissionLine]]:
         conn = self.live.connection
         missions = awaiting_missions(self.live.registry, self.live.machine_label)
         summary = summarize(
@@ -352,11 +425,7 @@ class AppController(QObject):
             plan=plan_line(self.live.registry.agents.values(), self.warn_at),
             unreachable=tuple(m.label() for m in self.live.machines.values() if not m.reachable),
         )
-        self.tray.update(summary)
-        self.tray.set_limited(self.live.counts.limited)
-        self.panel.set_summary(summary.tooltip)
-        self.panel.set_missions(missions, self.options.clock())
-        self.tray.set_attention(missions, self.needing_agents())
+        return summary, missions
 
     def _unreachable(self, agent_id: str) -> bool:
         machine = self.live.machine(agent_id)
@@ -380,7 +449,8 @@ class AppController(QObject):
     # --- the list ------
 
     def toggle_list(self) -> None:
-        if not self.panel.isVisible() and time.monotonic() - self.panel.hidden_at < 0.4:
+        panel = self.panel
+        if not panel.isVisible() and time.monotonic() - panel.hidden_at < 0.4:
             # The click on the icon is what took the focus away and hid it: stay hidden.
             return
         if self.panel.isVisible() and self.panel.pinned:
@@ -437,7 +507,7 @@ class AppController(QObject):
         """What an action did, in the list's status area (until the next action or opening);
         a notification too when it took long (``started``: when it began, on ``monotonic``)."""
         log.info("%s", text)
-        self.panel.show_status(text, transient=True)
+        self.show_status(text, transient=True)
         took = self.monotonic() - started if started is not None else 0.0
         if feedback.took_long(took):
             self.notifications.show_now(
@@ -446,7 +516,7 @@ class AppController(QObject):
 
     def failed(self, title: str, why: str) -> None:
         """An action that did not happen: the status area and a notification say so."""
-        self.panel.show_status(f"{title}: {why}", transient=True)
+        self.show_status(f"{title}: {why}", transient=True)
         self.notifications.show_now(Notice(None, title, why, NoticeAction.OPEN))
 
     async def _outcome(self, agent_id: str) -> Any:
@@ -502,7 +572,7 @@ class AppController(QObject):
         again): the tray's tooltip and the list say so until then."""
         self.tray.set_warning(why)
         if why is not None:
-            self.panel.show_status(f"volee: {why}")
+            self.show_status(f"volee: {why}")
 
     def pause_notifications(self, paused: bool) -> None:
         self.notifications.set_settings(replace(self.notifications.settings, paused=paused))
@@ -516,7 +586,9 @@ class AppController(QObject):
         # A value that lowers safety (needs_input = false) waits for the person's confirmation,
         # which the daemon keeps in its log (docs/trust-model.md); until then the default.
         config, _held = in_force(loaded.config, self.live.registry.confirmed_settings)
-        self.panel.delegate.context_limit = config.agents.context_limit
+        self._context_limit = config.agents.context_limit
+        if self._panel is not None:
+            self._panel.delegate.context_limit = config.agents.context_limit
         n = config.notifications
         self.warn_at = loaded.config.limits.warn_at
         self.tray_icon = n.tray_icon
@@ -578,7 +650,8 @@ class AppController(QObject):
             self.tray_watcher.stop()
         self.notifications.stop()
         self.tray.hide()
-        self.panel.hide()
+        if self._panel is not None:
+            self._panel.hide()
         for window in list(self.windows.values()):
             window.close()
         self.reviews.close()

@@ -248,6 +248,9 @@ class AppSession:
                     where = "inside the app" if self.embedded else "a separate process"
                 self.controller.daemon_where = where
                 self.link = link
+                # The list window was left out of the first frame and the daemon's start: it
+                # is built now, before the person's first click on the icon.
+                self.controller.build_list_soon()
                 log.info(
                     "connected to the volee daemon (%s; %d agents)",
                     where,
