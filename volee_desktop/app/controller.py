@@ -23,7 +23,6 @@ from PySide6.QtWidgets import QSystemTrayIcon, QWidget
 
 from volee_desktop.core import events as ev
 from volee_desktop.core.registry import Registry
-from volee_desktop.core.states import AgentState
 
 from ..ipc.methods import Method
 from ..memtrim import Trimmer
@@ -35,13 +34,12 @@ from .attention import (
     MENU_AGENTS,
     AgentLine,
     MissionLine,
-    agent_line,
-    awaiting_missions,
 )
 from .calls import Calls
 from .errors import LinkError
 from .icons import IconCache, Svgs, look_for
 from .link import DaemonLink
+from .list_later import LaterList
 from .live import Change, Connection, LiveRegistry, MachineChanged
 from .looking import Looking
 from .many_run import ManyActions
@@ -53,10 +51,10 @@ from .notify_policy import Action as NoticeAction
 from .notifybus import Peer
 from .options import AppOptions, default_list_prefs
 from .reviews import MissionReviews
-from .summary import TraySummary, summarize
+from .summary import TraySummary
 from .tasks import Tasks
-from .texts import limits_line, plan_line
-from .tray import Tray, failed_line
+from .tray import Tray
+from .tray_state import needing, summary_of
 from .traywatch import TrayWatcher
 
 if TYPE_CHECKING:
@@ -103,11 +101,13 @@ class AppController(QObject):
             prefs = default_list_prefs()
         # The list window is built when it is first shown or asked for, or once the daemon
         # answers (``build_list_soon``): not before the icon and the daemon (issue 27, item 3).
-        self._panel: AgentPanel | None = None
-        self._prefs_path = prefs
+        self.later = LaterList(
+            self._make_panel,
+            self._summary,
+            options.clock,
+            prefs,
+        )
         self._popup = use_tray
-        self._status: tuple[str, bool] | None = None  # the last status said before it existed
-        self._context_limit: float | None = None
         # The daemon's discovery lists often for this app only while someone looks at it.
         self.looking = Looking(self)
         self.looking.changed.connect(self._looking_changed)
@@ -233,19 +233,17 @@ class AppController(QObject):
 
     @property
     def panel(self) -> AgentPanel:
-        """The agent list window (built the first time it is asked for)."""
-        if self._panel is None:
-            self._panel = self._build_panel()
-        return self._panel
+        """The agent list window (built the first time it is asked for: list_later.py)."""
+        return self.later.window()
 
     @property
     def panel_built(self) -> bool:
-        return self._panel is not None
+        return self.later.built is not None
 
-    def _build_panel(self) -> AgentPanel:
+    def _make_panel(self) -> AgentPanel:
         from .panel import AgentPanel
 
-        panel = AgentPanel(self.model, popup=self._popup, prefs_path=self._prefs_path)
+        panel = AgentPanel(self.model, popup=self._popup, prefs_path=self.later.prefs_path)
         panel.setWindowIcon(self.icons.app_icon())
         self.looking.watch(panel)
         panel.closed.connect(self._list_window_closed)
@@ -254,32 +252,15 @@ class AppController(QObject):
         panel.answer.connect(self._answer_shown)
         panel.review.connect(self.review)
         panel.new_agent.connect(self.new_agent.open)
-        # What the list would have shown had it existed: the summary, the missions awaiting
-        # the person, the context limit, the last status.
-        summary, missions = self._list_summary()
-        panel.set_summary(summary)
-        panel.set_missions(missions, self.options.clock())
-        if self._context_limit is not None:
-            panel.delegate.context_limit = self._context_limit
-        if self._status is not None:
-            text, transient = self._status
-            panel.show_status(text, transient=transient)
-            self._status = None
-        log.debug("agent list window built")
         return panel
 
     def build_list_soon(self) -> None:
         """Build the list window at the loop's next turn, so its first showing is instant."""
-        from PySide6.QtCore import QTimer
-
-        QTimer.singleShot(0, lambda: self.panel)
+        self.later.soon()
 
     def show_status(self, text: str, transient: bool = False) -> None:
         """A line in the list's status area (kept for the list until it is built)."""
-        if self._panel is None:
-            self._status = (text, transient)
-        else:
-            self._panel.show_status(text, transient=transient)
+        self.later.show_status(text, transient)
 
     # --- starting ------
 
@@ -288,7 +269,7 @@ class AppController(QObject):
         self.tray.apply_now()
         if self.has_tray:
             self.tray.show()
-            if self._pinned():  # kept open: it was a window of the desktop, it is again
+            if self.later.pinned():  # kept open: it was a window of the desktop, it is again
                 self.panel.show_near(self.tray.geometry())
                 log.info("agent list shown (%d agents), kept open", self.model.rowCount())
         else:
@@ -298,14 +279,6 @@ class AppController(QObject):
             self.panel.view.setFocus()
             if self.tray_watcher is not None:
                 self.tray_watcher.start()
-
-    def _pinned(self) -> bool:
-        """Whether the list was kept open (its prefs say so), without building it."""
-        if self._panel is not None:
-            return bool(self._panel.pinned)
-        from .list_prefs import ListPrefs
-
-        return bool(ListPrefs.load(self._prefs_path).pinned)
 
     def _tray_appeared(self) -> None:
         """A panel with a tray came up after volee: move from the window into the icon."""
@@ -398,53 +371,22 @@ class AppController(QObject):
         summary, missions = self._summary()
         self.tray.update(summary)
         self.tray.set_limited(self.live.counts.limited)
-        if self._panel is not None:
-            self._panel.set_summary(summary.tooltip)
-            self._panel.set_missions(missions, self.options.clock())
+        if self.later.built is not None:
+            self.later.built.set_summary(summary.tooltip)
+            self.later.built.set_missions(missions, self.options.clock())
         self.tray.set_attention(missions, self.needing_agents())
 
-    def _list_summary(self) -> tuple[str, list[MissionLine]]:
-        """The list's summary line and the missions awaiting the person, as it shows them."""
-        summary, missions = self._summary()
-        return summary.tooltip, missions
-
     def _summary(self) -> tuple[TraySummary, list[MissionLine]]:
-        conn = self.live.connection
-        missions = awaiting_missions(self.live.registry, self.live.machine_label)
-        summary = summarize(
-            self.live.counts,
-            conn.connected,
-            conn.detail,
-            self.notifications.settings.paused,
-            missions=len(missions),
-            limited=(
-                limits_line(self.live.registry.agents.values(), self.options.clock())
-                if self.live.counts.limited
-                else ""
-            ),
-            plan=plan_line(self.live.registry.agents.values(), self.warn_at),
-            unreachable=tuple(m.label() for m in self.live.machines.values() if not m.reachable),
-        )
-        return summary, missions
+        paused = self.notifications.settings.paused
+        return summary_of(self.live, paused, self.warn_at, self.options.clock())
 
     def _unreachable(self, agent_id: str) -> bool:
         machine = self.live.machine(agent_id)
         return machine is not None and not machine.reachable
 
     def needing_agents(self, limit: int = MENU_AGENTS) -> list[AgentLine]:
-        """The agents that need you, then the failed ones, most urgent first (the list's own
-        order): what the tray menu lists."""
-        out: list[AgentLine] = []
-        for row in range(min(self.model.rowCount(), limit)):
-            agent = self.model.agent_at(row)
-            if agent is None or agent.state not in (AgentState.NEEDS_INPUT, AgentState.FAILED):
-                break  # the list puts them first
-            line = agent_line(agent) if agent.state.live else failed_line(agent)
-            machine = self.live.machine(agent.id)
-            if machine is not None:  # another machine's: devbox:api-fixer, as the CLI says
-                line = replace(line, name=f"{machine.name}:{line.name}")
-            out.append(line)
-        return out
+        """The agents the tray's menu lists (tray_state.needing)."""
+        return needing(self.model, self.live, limit)
 
     # --- the list ------
 
@@ -586,9 +528,7 @@ class AppController(QObject):
         # A value that lowers safety (needs_input = false) waits for the person's confirmation,
         # which the daemon keeps in its log (docs/trust-model.md); until then the default.
         config, _held = in_force(loaded.config, self.live.registry.confirmed_settings)
-        self._context_limit = config.agents.context_limit
-        if self._panel is not None:
-            self._panel.delegate.context_limit = config.agents.context_limit
+        self.later.set_context_limit(config.agents.context_limit)
         n = config.notifications
         self.warn_at = loaded.config.limits.warn_at
         self.tray_icon = n.tray_icon
@@ -611,9 +551,7 @@ class AppController(QObject):
 
         return sorted(load_config(self.options.config_path).config.machines)
 
-    # --- settings, errors ------
-
-    # --- what the parts of the app share ------
+    # --- settings, errors: what the parts of the app share ------
 
     def review(self, mission_id: str) -> ApprovalDialog | None:
         """Open (or raise) the approval dialog of a mission (``reviews.MissionReviews``)."""
@@ -650,8 +588,8 @@ class AppController(QObject):
             self.tray_watcher.stop()
         self.notifications.stop()
         self.tray.hide()
-        if self._panel is not None:
-            self._panel.hide()
+        if self.later.built is not None:
+            self.later.built.hide()
         for window in list(self.windows.values()):
             window.close()
         self.reviews.close()
