@@ -8,7 +8,7 @@ Qt-free: ``link``, ``live`` (the local registry and what each event changed),
 ``summary`` (tray counts and tooltip), ``notify_policy`` (when to notify),
 ``texts``, ``terminal``, ``tasks``, ``embed`` (the real daemon in the loop).
 Qt: ``controller`` (composition), ``actions`` (what a person does to an agent), ``tray``,
-``icons``, ``agent_model``,
-``delegate``, ``panel``, ``agent_window``, ``timeline``, ``approval``,
-``settings``, ``notifier``.
+``tray_state`` (what the tray says of the registry), ``icons``, ``agent_model``,
+``delegate``, ``panel`` (built on demand by ``list_later``), ``agent_window``, ``timeline``,
+``approval``, ``settings``, ``notifier``.
 """
