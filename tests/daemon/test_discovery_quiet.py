@@ -48,6 +48,23 @@ class CountingLister:
 
 
 @dataclass
+class ObservingLister(CountingLister):
+    """Also lists with ``observe`` as ``SystemLister`` does: ``claude=False`` keeps Claude
+    Code's part of the last listing (no Node process). ``parts``: for each listing, whether
+    Claude Code's part ran (the loop calls the lister itself for a whole listing)."""
+
+    parts: list[bool] = field(default_factory=list)
+
+    async def __call__(self, now: float) -> Observation:
+        return await self.observe(now)
+
+    async def observe(self, now: float, *, claude: bool = True) -> Observation:
+        self.parts.append(claude)
+        self.calls.append(now)
+        return Observation(Listing(taken_at=now), set())
+
+
+@dataclass
 class Rig:
     clock: FakeClock
     lister: CountingLister
@@ -68,9 +85,9 @@ class Rig:
 
 
 @contextlib.asynccontextmanager
-async def _rig(folder: Path) -> AsyncIterator[Rig]:
+async def _rig(folder: Path, observing: bool = False) -> AsyncIterator[Rig]:
     clock = FakeClock()
-    lister = CountingLister(clock)
+    lister = ObservingLister(clock) if observing else CountingLister(clock)
     clients = Clients()
     discovery = Discovery(Service(MemoryLog(), Registry(), Record), CONFIG, lister, clock, clients)
     changes = inotify.InotifyWatch({folder: Harness.CLAUDE}, discovery.on_change)
@@ -113,6 +130,41 @@ async def test_an_interactive_client_costs_no_listing_while_the_watch_is_healthy
     await rig.advance(10.0)
     assert len(rig.lister.calls) == 2  # the safety net, 5 min after the last listing
     assert rig.lister.calls[1] - rig.lister.calls[0] == pytest.approx(300.0)
+
+
+async def test_the_safety_listing_spares_claude_codes_part_while_it_has_only_volees_sessions(
+    tmp_path: Path,
+) -> None:
+    # No session outside volee's hosts in Claude Code's registry, and nothing moved there
+    # since the last listing: `claude agents --json` (a Node process, 0.2 s) could say
+    # nothing, so the 5-minute safety listing reads codex's and pi's part alone.
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    async with _rig(folder, observing=True) as rig:
+        lister = rig.lister
+        assert isinstance(lister, ObservingLister)
+        assert lister.parts == [True]  # at start: Claude Code's listing too
+        await rig.advance(300.0)
+        assert lister.parts == [True, False]
+        assert rig.discovery.status()["safety_without_claude"] == 1
+        await rig.advance(300.0)
+        assert lister.parts == [True, False, False]
+
+
+async def test_the_safety_listing_runs_claude_codes_part_for_a_session_outside_volee(
+    tmp_path: Path,
+) -> None:
+    # A session started in a terminal: its state (a background session completed, failed)
+    # can change with its file unchanged, and only the listing says it (D8).
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    write_session(folder, os.getpid())
+    async with _rig(folder, observing=True) as rig:
+        lister = rig.lister
+        assert isinstance(lister, ObservingLister)
+        await rig.advance(300.0)
+        assert lister.parts == [True, True]
+        assert rig.discovery.status()["safety_without_claude"] == 0
 
 
 async def test_a_change_in_the_watched_folder_costs_one_listing(rig: Rig) -> None:

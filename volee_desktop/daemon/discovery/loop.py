@@ -5,7 +5,8 @@ the exit watch (``discovery/watches.py``) call ``on_change`` / ``on_exit``; a ch
 Code's registry lists only when its signature moved (sessions outside volee hosts).  While
 both watches work (``use_watch``: the folder watch runs and a pidfd follows each session),
 only a slow safety listing (``safety_discovery_interval``) runs on a clock, whoever is
-subscribed (docs/decisions.md D8); a new interactive subscription and
+subscribed (docs/decisions.md D8), without Claude Code's part while its registry holds only
+volee's own sessions and reads as at the last listing; a new interactive subscription and
 ``discovery.refresh`` list only when the watch saw something new.  With the folder watch
 but no exit watch (no pidfd: another platform), the safety listing with no interactive
 client and the seed's short cadence while one is there.  Without the folder watch, the
@@ -102,6 +103,7 @@ class Discovery:
         self._folder_changed = False  # Claude's folder changed: compare signatures
         self.changes = 0
         self.skipped = 0  # wakes that found nothing to list
+        self.safety_without_claude = 0  # safety listings Claude Code's part was spared
         self.on_listed: Callable[[], None] | None = None  # after each listing (the exit watch)
         # Both watches work (use_watch): no cadence but the safety listing, clients or not.
         self.exits_followed = False
@@ -188,6 +190,18 @@ class Discovery:
         now = [e for e in self.signature() if e[1] not in hosted]
         return now != [e for e in self._seen if e[1] not in hosted]
 
+    def _only_ours(self) -> bool:
+        """Claude Code's registry holds only sessions of agents in volee hosts (or none), as
+        at its last listing: what `agents --json` says of them the hooks already told."""
+        if self.signature is None or self._seen is None or self.previous is None:
+            return False
+        if Harness.CLAUDE in self._dirty:
+            return False
+        hosted = hosted_sessions(self.service.registry)
+        if any(entry[1] not in hosted for entry in self.signature()):
+            return False
+        return not self._claude_news()
+
     def nothing_new(self) -> bool:
         """The watch runs and has seen nothing since the last listing that still matters."""
         if not self.watching or self.failing or self.previous is None:
@@ -230,11 +244,17 @@ class Discovery:
                 self._check_watch()
                 # A watch that broke: list now, and the seed's cadence from there.
                 due = reset or timed_out or not self.watching or (quiet and not self.quiet)
+                # The safety listing, both watches working, when Claude Code's registry holds
+                # no session outside volee's hosts and says what it said at the last listing:
+                # its listing could tell nothing, so codex's and pi's part alone (D8 amended).
+                light = timed_out and not reset and quiet and self.quiet and self._only_ours()
                 claude = (
-                    due
+                    (due and not light)
                     or Harness.CLAUDE in self._dirty
                     or (self._folder_changed and self._claude_news())
                 )
+                if light and not claude:
+                    self.safety_without_claude += 1
                 if due or claude or self._dirty:
                     changed = await self.list_once(claude=claude)
                     if self.off:
@@ -354,6 +374,7 @@ class Discovery:
             "cadence": self.cadence(),
             "changes": self.changes,
             "skipped": self.skipped,
+            "safety_without_claude": self.safety_without_claude,
         }
         if not self.quiet:
             out["seed_because"] = self.seed_because or "the exit watch is not running"
