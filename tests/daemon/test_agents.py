@@ -454,6 +454,36 @@ async def test_refused_in_its_own_terminal_ends_the_request_and_a_later_allow_is
     assert not (rig.project / "asked.txt").exists()
 
 
+async def test_an_asking_agents_redraws_read_its_screen_at_most_every_look_every(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Claude Code blinks its tool's bullet about twice a second while it asks: each blink
+    # read the whole screen again (1.4 ms), 0.27 % of a core per asking agent (issue 27).
+    # Once its dialog was seen, outputs are read at most once per LOOK_EVERY.
+    from volee_desktop.daemon.agents import answers
+
+    view = await asking(rig)
+    screens = rig.d.agents.screens
+    read = screens.snapshot
+    reads: list[str] = []
+
+    async def counted(agent_id: str) -> Any:
+        reads.append(agent_id)
+        return await read(agent_id)
+
+    monkeypatch.setattr(screens, "snapshot", counted)
+    look = rig.d.answers
+    look._output(view["id"])  # a first look: the dialog still shows
+    await until(lambda: view["id"] not in look._looking, what="the first look")
+    assert reads == [view["id"]]
+    monkeypatch.setattr(answers, "LOOK_EVERY", 60.0)  # the test span: no read is due
+    for _ in range(10):  # blinks, each after the look before it would have ended
+        look._output(view["id"])
+        await asyncio.sleep(0.05)
+    assert reads == [view["id"]]  # one look waits for its time; the blinks join it
+    assert rig.agent(view["id"]).state is AgentState.NEEDS_INPUT
+
+
 async def test_refused_in_its_own_terminal_while_volee_was_slow_to_read_the_screen(
     rig: Rig, typed: list[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -40,7 +40,6 @@ from ...ipc.methods import Method
 from ...ipc.server import Connection
 from ..context import Context
 from ..errors import NotFound, Refused
-from ..git import GitError, current_branch, toplevel
 from ..params import AgentParams, bad, decoder
 from ..views import resolve_agent
 from .host_io import type_keys
@@ -64,6 +63,9 @@ TAKEN_WAIT = 2.0
 KEY_TRIES = 3
 #: How long output must settle before volee looks whether a dialog is still on screen.
 SETTLE = 1.0
+#: Reads of an asking agent's screen once its dialog was seen, at most one this often:
+#: Claude Code blinks a bullet twice a second while it asks (a read is ~1.4 ms, issue 27).
+LOOK_EVERY = 2.0
 ANSWERED_THERE = "answered in its terminal"
 #: ``agents.keys``'s named keys, as a terminal sends them.
 NAMED_KEYS: dict[str, bytes] = {"esc": b"\x1b", "shift-tab": b"\x1b[Z"}
@@ -137,6 +139,7 @@ class Answers:
         self._seen: dict[str, tuple[str, float]] = {}  # agent id -> (request id, first seen)
         self._looking: set[str] = set()
         self._again: set[str] = set()
+        self._looked_at: dict[str, float] = {}  # agent id -> when its screen was last read
         self.screens.on_output.append(self._output)
         # A request names its project: folder and branch (read from git when it opens).
         self.service.listen(self._event)
@@ -447,32 +450,8 @@ class Answers:
             return
         # A request told after its dialog was drawn (a hook late or spooled under load) would
         # never be seen on screen, so its dialog's going would count for nothing (ci-3): look
-        # now, not only at the next output.
+        # now, not only at the next output. (Its project's branch: workspaces.py.)
         self._output(event.agent)
-        agent = self.service.current().agents.get(event.agent)
-        if agent is not None and agent.cwd and agent.launch is not None:
-            self.tasks.spawn(self._branch(agent.id, agent.cwd), f"branch of {agent.name}")
-
-    async def _branch(self, agent_id: str, cwd: str) -> None:
-        """Record the branch (and repository) the agent works in, when git knows them."""
-        try:
-            branch = await asyncio.to_thread(current_branch, cwd)
-            repo = await asyncio.to_thread(toplevel, cwd) if branch else None
-        except GitError as exc:
-            log.debug("no branch for %s: %s", agent_id, exc)
-            return
-        if branch is None:
-            return
-        agent = self.service.current().agents.get(agent_id)
-        if agent is None or agent.branch == branch:
-            return
-        await self.service.commit(
-            [
-                ev.WorkspaceUpdated(
-                    at=self.clock.now(), agent=agent_id, branch=branch, repo=agent.repo or repo
-                )
-            ]
-        )
 
     # --- answered in the agent's own terminal -------------------------------------------------
 
@@ -484,14 +463,27 @@ class Answers:
             return
         agent = self.service.current().agents.get(agent_id)
         if agent is None or agent.request is None or agent.request.answered is not None:
+            self._looked_at.pop(agent_id, None)
             return
         self._looking.add(agent_id)
         self.tasks.spawn(self._look(agent_id), f"look at {agent.name}'s dialog")
 
+    def _wait_before_look(self, agent_id: str) -> float:
+        """None until the request's dialog was seen (an answer waits for it), then
+        ``LOOK_EVERY`` between two reads of the screen."""
+        agent = self.service.current().agents.get(agent_id)
+        request, last = agent.request if agent else None, self._looked_at.get(agent_id)
+        if request is None or last is None or not self._was_seen(agent_id, request.id):
+            return 0.0
+        return max(0.0, last + LOOK_EVERY - self.clock.now())
+
     async def _look(self, agent_id: str) -> None:
         try:
             while True:
+                if (wait := self._wait_before_look(agent_id)) > 0:  # output meanwhile: this look
+                    await self.clock.wait(asyncio.Event(), wait)
                 self._again.discard(agent_id)
+                self._looked_at[agent_id] = self.clock.now()
                 if await self._dialog_gone(agent_id) is not None:
                     # Gone: look again a moment later (a redraw is not an answer), then end
                     # the request unless a hook said what happened (the tool ran) meanwhile.

@@ -2,9 +2,10 @@
 
 volee knows an agent's folder from the start; the repository holding it and the branch
 checked out there it learns from git: when the agent is registered (spawned, or found by
-discovery) and again when a turn ends (the agent, or the person, may have switched branches
-or made the folder a repository). Only what changed is committed, so a turn that changes
-nothing commits nothing. Two ``git`` runs per check (about 5 ms of CPU each), in a thread.
+discovery), when it asks something (the request names its project), and again when a turn
+ends (the agent, or the person, may have switched branches or made the folder a repository).
+Only what changed is committed, so a turn that changes nothing commits nothing. Two ``git``
+runs per check (about 5 ms of CPU each), in a thread.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class Workspaces:
                 self.check(event.agent)
             case ev.StateChanged(state=AgentState.DONE | AgentState.STOPPED):
                 self.check(event.agent)
+            case ev.StateChanged(request=request) if request is not None:
+                self.check(event.agent)  # a request names the project it asks from
             case _:
                 pass
 
