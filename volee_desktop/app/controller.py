@@ -371,9 +371,7 @@ class AppController(QObject):
         summary, missions = self._summary()
         self.tray.update(summary)
         self.tray.set_limited(self.live.counts.limited)
-        if self.later.built is not None:
-            self.later.built.set_summary(summary.tooltip)
-            self.later.built.set_missions(missions, self.options.clock())
+        self.later.show_summary(summary, missions)
         self.tray.set_attention(missions, self.needing_agents())
 
     def _summary(self) -> tuple[TraySummary, list[MissionLine]]:
@@ -395,13 +393,13 @@ class AppController(QObject):
         if not panel.isVisible() and time.monotonic() - panel.hidden_at < 0.4:
             # The click on the icon is what took the focus away and hid it: stay hidden.
             return
-        if self.panel.isVisible() and self.panel.pinned:
+        if panel.isVisible() and panel.pinned:
             self.show_list()  # kept open: the icon brings it forward, its close button closes
-        elif self.panel.isVisible():
-            self.panel.hide()
+        elif panel.isVisible():
+            panel.hide()
             log.info("agent list hidden")
         else:
-            self.panel.show_near(self.tray.geometry())
+            panel.show_near(self.tray.geometry())
             log.info("agent list shown (%d agents)", self.model.rowCount())
 
     def show_list(self, agent_id: str | None = None) -> None:

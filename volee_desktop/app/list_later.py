@@ -44,9 +44,7 @@ class LaterList:
         """The list window, built now if it was not yet."""
         if self.built is None:
             panel = self._make()
-            summary, missions = self._summary()
-            panel.set_summary(summary.tooltip)
-            panel.set_missions(missions, self._now())
+            self._summarize(panel, *self._summary())
             if self._context_limit is not None:
                 panel.delegate.context_limit = self._context_limit
             if self._status is not None:
@@ -56,6 +54,18 @@ class LaterList:
             self.built = panel
             log.debug("agent list window built")
         return self.built
+
+    def show_summary(self, summary: TraySummary, missions: list[MissionLine]) -> None:
+        """The header's summary and the missions awaiting the person, once it is built (it
+        asks for them when it is)."""
+        if self.built is not None:
+            self._summarize(self.built, summary, missions)
+
+    def _summarize(
+        self, panel: AgentPanel, summary: TraySummary, missions: list[MissionLine]
+    ) -> None:
+        panel.set_summary(summary.tooltip)
+        panel.set_missions(missions, self._now())
 
     def soon(self) -> None:
         """Build it at the loop's next turn, so its first showing is instant."""

@@ -141,7 +141,7 @@ class Answers:
         self._again: set[str] = set()
         self._looked_at: dict[str, float] = {}  # agent id -> when its screen was last read
         self.screens.on_output.append(self._output)
-        # A request names its project: folder and branch (read from git when it opens).
+        # A request's dialog is watched for on screen from when it opens (_event).
         self.service.listen(self._event)
         for name, method in (
             (Method.AGENTS_ALLOW, AnswerMethod.ALLOW),
@@ -433,12 +433,13 @@ class Answers:
             [ev.MessageDelivered(at=self.clock.now(), message=message_id, recipient=agent.id)]
         )
 
-    # --- where it asks from ----------------------------------------------------------------
+    # --- what it asks, as it opens and ends ---------------------------------------------------
 
     def _event(self, _seq: int, event: ev.Event) -> None:
         if isinstance(event, ev.AgentForgotten):  # nothing of it is kept (the soak, issue 22)
             self._locks.pop(event.agent, None)
             self._seen.pop(event.agent, None)
+            self._looked_at.pop(event.agent, None)
             return
         if isinstance(event, ev.RequestAnswered):
             self.screens.probe(event.agent, None)
@@ -450,7 +451,7 @@ class Answers:
             return
         # A request told after its dialog was drawn (a hook late or spooled under load) would
         # never be seen on screen, so its dialog's going would count for nothing (ci-3): look
-        # now, not only at the next output. (Its project's branch: workspaces.py.)
+        # now, not only at the next output.
         self._output(event.agent)
 
     # --- answered in the agent's own terminal -------------------------------------------------
@@ -469,7 +470,7 @@ class Answers:
         self.tasks.spawn(self._look(agent_id), f"look at {agent.name}'s dialog")
 
     def _wait_before_look(self, agent_id: str) -> float:
-        """None until the request's dialog was seen (an answer waits for it), then
+        """No wait until the request's dialog was seen (an answer waits for it), then
         ``LOOK_EVERY`` between two reads of the screen."""
         agent = self.service.current().agents.get(agent_id)
         request, last = agent.request if agent else None, self._looked_at.get(agent_id)

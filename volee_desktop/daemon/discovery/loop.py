@@ -193,14 +193,12 @@ class Discovery:
     def _only_ours(self) -> bool:
         """Claude Code's registry holds only sessions of agents in volee hosts (or none), as
         at its last listing: what `agents --json` says of them the hooks already told."""
-        if self.signature is None or self._seen is None or self.previous is None:
+        if self.previous is None or self._claude_news():
             return False
-        if Harness.CLAUDE in self._dirty:
-            return False
+        # No news: the registry outside volee's hosts reads as at that listing (one read).
+        assert self._seen is not None
         hosted = hosted_sessions(self.service.registry)
-        if any(entry[1] not in hosted for entry in self.signature()):
-            return False
-        return not self._claude_news()
+        return all(entry[1] in hosted for entry in self._seen)
 
     def nothing_new(self) -> bool:
         """The watch runs and has seen nothing since the last listing that still matters."""
