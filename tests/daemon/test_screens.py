@@ -237,3 +237,119 @@ def test_a_screen_closed_while_it_is_read_is_released_when_the_read_ends() -> No
     assert term.render(True) is shots[0]
     term.feed()
     assert term.render(False).lines[:2] == ["before", "during"]
+
+
+# --- a read renders only the rows changed since the last read (issue 27) ------------------
+
+_PIECES = [
+    b"hello",
+    b"\xe2\x97\x8f",  # Claude Code's blinking bullet
+    b"\x1b[1;5H \x1b[1;5H\xe2\x97\x8f",
+    b"\r\n",
+    b"\n",
+    b"\r",
+    b"\x1b[2K",
+    b"\x1b[1A",
+    b"\x1b[3B",
+    b"\x1b[J",
+    b"\x1b[1J",
+    b"\x1b[2J",
+    b"\x1b[H",
+    b"\x1b[4;10H",
+    b"\x1b[2L",
+    b"\x1b[1M",
+    b"\x1b[3@",
+    b"\x1b[2P",
+    b"\x1b[4X",
+    b"\x1b[2;4r",
+    b"\x1b[r",
+    b"\x1bM",  # reverse index
+    b"\x1bD",  # index
+    b"\x1b#8",  # fill with E
+    b"\x1b[?5h",
+    b"\x1b[?5l",
+    b"\x1bc",  # reset
+    b"\xcc\x81",  # a combining mark (at a row's start, pyte joins it to the row above)
+    b"\x1b[6;1H\xcc\x81",
+    b"\xe7\x95\x8c",  # a wide character
+    b"\x1b[31mred\x1b[0m",
+    b"\t|",
+    b"0123456789" * 3,
+]
+
+
+@pytest.mark.parametrize("watched", [False, True], ids=["no row watcher", "a row watcher"])
+def test_a_read_renders_only_the_changed_rows_and_reads_what_a_whole_render_reads(
+    watched: bool,
+) -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from volee_desktop.daemon.agents.emulator import screen_lines
+
+    steps = st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(_PIECES), min_size=1, max_size=6),
+            st.booleans(),  # read after this output
+            st.sampled_from([None, None, None, (6, 20), (8, 24)]),  # a resize before it
+        ),
+        min_size=1,
+        max_size=12,
+    )
+
+    @settings(max_examples=300, deadline=None)
+    @given(steps)
+    def check(plan: list[tuple[list[bytes], bool, tuple[int, int] | None]]) -> None:
+        told: list[list[str]] = []
+        term = Term(6, 20, told.append if watched else None)
+        for pieces, read, resize in plan:
+            if resize is not None:
+                term.resize(*resize)
+            term.add(b"".join(pieces))
+            if read:
+                shot = term.render(True)
+                assert shot.lines == screen_lines(term.screen)
+        shot = term.render(True)
+        assert shot.lines == screen_lines(term.screen)
+
+    check()
+
+
+def test_a_blink_renders_one_row_and_its_neighbour_not_the_whole_screen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from volee_desktop.daemon.agents import emulator
+
+    term = Term(40, 120)
+    term.add(b"\r\n".join(b"row %d" % y for y in range(30)))
+    term.render(True)
+    rendered: list[int] = []
+    real = emulator.line_text
+
+    def counting(line: dict[int, object], columns: int) -> str:
+        rendered.append(1)
+        return real(line, columns)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(emulator, "line_text", counting)
+    term.add(b"\x1b[10;3H\xe2\x97\x8f")  # the bullet drawn at row 10
+    shot = term.render(True)
+
+    assert shot.lines[9] == "ro\u25cf 9"
+    assert shot.lines[8] == "row 8"
+    assert len(rendered) == 2  # row 10 and the row above it (a combining mark's), not 40
+
+
+def test_rows_a_resize_changed_are_read_again_after_a_feed_for_a_row_watcher() -> None:
+    told: list[list[str]] = []
+    term = Term(6, 20, told.append)
+    term.add(b"0123456789ABCDEF\r\nsecond")
+    assert term.render(True).lines[0] == "0123456789ABCDEF"
+    term.resize(6, 10)  # narrower: pyte cuts every row
+    term.feed()  # fed without a read (agents/limits.py's feed of a turn's output)
+    told.clear()
+    term.add(b"\x1b[3;1Hthird")
+
+    shot = term.render(True)
+
+    assert shot.lines[:3] == ["0123456789", "second", "third"]
+    assert told == [["third"]]  # the watcher is told the rows this output changed

@@ -30,9 +30,10 @@ log = logging.getLogger(__name__)
 #: Output queued for an agent before the oldest is dropped (the screen is then rebuilt from
 #: what is left: a full-screen program redraws it soon enough).
 PENDING_LIMIT = 256 * 1024
-#: The outputs a probe is given at most (``Term.probe``): reading the whole screen costs about
-#: 1.4 ms an output (40 rows of 120), so a dialog never found (a request whose dialog does not
-#: match it) does not cost that on every output while it asks; reads still look after it.
+#: The outputs a probe is given at most (``Term.probe``): it is given the whole screen (the
+#: rows an output changed rendered again, up to 1.4 ms for 40 rows of 120), so a dialog never
+#: found (a request whose dialog does not match it) does not cost that on every output while
+#: it asks; reads still look after it.
 PROBE_OUTPUTS = 64
 DEFAULT_ROWS, DEFAULT_COLS = 40, 120
 
@@ -114,6 +115,12 @@ class Term:
         self.queue_lock = threading.Lock()  # guards pending (the loop adds, a thread takes)
         self.feed_lock = threading.Lock()  # one feeder at a time
         self.cached: Snapshot | None = None  # the screen as last read, while nothing came
+        #: The rows as text when last read, and the rows changed since (pyte's ``dirty``,
+        #: taken as each output is fed when a row watcher clears it): a read renders only
+        #: those. Claude Code blinks one cell twice a second while it asks (issue 27): a read
+        #: of a screen of 40 rows rendered all 40 for it.
+        self.lines: list[str] | None = None
+        self.stale: set[int] = set()
         self.closed = False  # let go: the emulator is released once no feed runs
         self.released = False
         #: Given the whole screen after each output is fed (in the feeding thread) until it
@@ -172,14 +179,15 @@ class Term:
         self._release_if_idle()
 
     def _feed(self, items: list[bytes | tuple[int, int]], rebuild: bool) -> None:
-        from .emulator import line_text, new_screen, release, screen_lines
+        from .emulator import line_text, new_screen, release
 
         if rebuild:
             release(self.screen, self.stream)  # the screen replaced is freed at once
             self.screen, self.stream = new_screen(self.cols, self.rows)
         screen = self.screen
         watch = self.on_rows
-        if watch is not None:
+        if watch is not None:  # the watcher is told the rows each output changed
+            self.stale.update(screen.dirty)
             screen.dirty.clear()
         for item in items:
             if isinstance(item, tuple):
@@ -192,6 +200,7 @@ class Term:
                 log.exception("the terminal emulator failed on the output")
             if watch is not None and screen.dirty:
                 rows = sorted(y for y in screen.dirty if 0 <= y < screen.lines)
+                self.stale.update(screen.dirty)
                 screen.dirty.clear()
                 watch([line_text(screen.buffer[y], screen.columns) for y in rows])
             probe = self.probe
@@ -199,9 +208,29 @@ class Term:
                 continue
             self.probed += 1
             if (
-                probe(screen_lines(screen)) or self.probed >= PROBE_OUTPUTS
+                probe(self._lines()) or self.probed >= PROBE_OUTPUTS
             ) and self.probe is probe:  # not one the loop put in its place meanwhile
                 self.probe = None
+
+    def _lines(self) -> list[str]:
+        """Every row of the screen as text (a new list), rendering only the rows changed
+        since the last call; the feeder's lock is held."""
+        from .emulator import line_text, screen_lines
+
+        screen = self.screen
+        lines, stale = self.lines, self.stale
+        stale.update(screen.dirty)
+        screen.dirty.clear()
+        if lines is None or len(lines) != screen.lines:
+            lines = self.lines = screen_lines(screen)
+        else:
+            # pyte joins a combining mark drawn at a row's start to the last cell of the row
+            # above, and marks only the row it drew on: the row above each is read again.
+            for y in stale.union([y - 1 for y in stale]):
+                if 0 <= y < screen.lines:
+                    lines[y] = line_text(screen.buffer[y], screen.columns)
+        stale.clear()
+        return list(lines)
 
     def render(self, live: bool) -> Snapshot:
         """Feed what is queued, then read the screen (blocking: run it in a thread)."""
@@ -224,12 +253,9 @@ class Term:
             if not items and not rebuild and cached is not None and cached.live == live:
                 return cached  # nothing new: the same screen (a window polls it each second)
             self._feed(items, rebuild)
-            from .emulator import screen_lines
-
             screen = self.screen
-            lines = screen_lines(screen)
             self.cached = Snapshot(
-                lines=lines,
+                lines=self._lines(),
                 rows=screen.lines,
                 cols=screen.columns,
                 cursor=(screen.cursor.x, screen.cursor.y),
