@@ -112,9 +112,9 @@ def test_a_stand_in_session_keeps_its_id_when_the_clock_jumps(
 
     try:
         before = wait_until(session, 10, "the codex process listed")
-        monkeypatch.setattr(listers.psutil, "process_iter", stepped(24.0))
+        monkeypatch.setattr(psutil, "process_iter", stepped(24.0))
         assert session() == before
-        monkeypatch.setattr(listers.psutil, "process_iter", stepped(-3600.0))
+        monkeypatch.setattr(psutil, "process_iter", stepped(-3600.0))
         assert session() == before
     finally:
         proc.kill()

@@ -41,6 +41,9 @@ Connector = Callable[[], Awaitable[DaemonLink]]
 EMBED_AFTER = 3.0  # seconds without a daemon before the app runs one itself
 DAEMON_READY_TIMEOUT = 15.0
 DAEMON_STOP_TIMEOUT = 10.0
+#: How often the app tries its socket while the daemon it embeds starts: the list is linked
+#: this long at most after the daemon serves (a failed try costs about 0.1 ms; issue 27).
+DAEMON_POLL = 0.01
 #: The longest the link (and so the embedded daemon's import and start) waits for the icon's
 #: first paint (first_frame.py); a panel that never exposes the icon does not hold it longer.
 FIRST_FRAME_WAIT = 1.0
@@ -309,7 +312,7 @@ class AppSession:
                 except Exception:
                     error = task.exception() if not task.cancelled() else None
                     raise RuntimeError(f"the daemon could not start: {error or last}") from error
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(DAEMON_POLL)
         raise TimeoutError(f"the daemon did not answer within {DAEMON_READY_TIMEOUT:g} s: {last}")
 
     async def _stop_daemon(self) -> None:

@@ -13,9 +13,6 @@ import json
 import logging
 import os
 import re
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +81,11 @@ class Forge:
         )
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        # urllib.request (with http.client and email) loads with the first call, not with the
+        # daemon: about 10 ms of its start (issue 27).
+        import urllib.error
+        import urllib.request
+
         assert self.token is not None
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(
@@ -115,6 +117,8 @@ class Forge:
         if slug is None or not branch or not self.token:
             return False, None
         owner, repo = slug
+        import urllib.parse
+
         query = urllib.parse.urlencode(
             {"head": f"{owner}:{branch}", "state": "all", "per_page": "20"}
         )

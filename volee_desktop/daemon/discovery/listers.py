@@ -23,9 +23,7 @@ from collections.abc import Awaitable, Callable, Container
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import psutil
+from typing import TYPE_CHECKING, Any
 
 from ...core.model import Harness, Location
 from ...core.reconcile import DeadSession, ListedSession, Listing
@@ -44,6 +42,9 @@ from ...harness.listing import (
 )
 from ...hosts import recordio
 from ..errors import Error as DaemonError
+
+if TYPE_CHECKING:
+    import psutil
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,8 @@ class LiveProcesses:
 
 
 def _alive(pid: int) -> bool:
+    import psutil  # with the first use, not with the daemon's start (issue 27)
+
     try:
         return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
@@ -283,6 +286,8 @@ class SystemLister:
         dead = dead_sessions(files, lambda pid: pid in processes)
         others: list[ListedSession] | None = None
         if self.scan_others:
+            import psutil
+
             try:
                 others = scan_processes(now)
             except (OSError, psutil.Error) as exc:
@@ -295,6 +300,8 @@ class SystemLister:
 
 def _same_home(proc: psutil.Process, home: Path) -> bool:
     """Whether the process runs with ``home`` as its HOME (unknown counts as the same)."""
+    import psutil
+
     try:
         theirs = proc.environ().get("HOME")
     except (psutil.Error, OSError):
@@ -309,6 +316,8 @@ def _same_home(proc: psutil.Process, home: Path) -> bool:
 
 def scan_processes(now: float, home: Path | None = None) -> list[ListedSession]:
     """Live codex and pi processes as listed sessions (best effort)."""
+    import psutil  # with the first scan, not with the daemon's start (issue 27)
+
     home = home or Path(os.environ.get("HOME") or str(Path.home()))
     found: dict[int, tuple[Harness, psutil.Process, float]] = {}
     me = os.getpid()
@@ -416,6 +425,8 @@ def _held_files(pid: int) -> set[str]:
             if target.endswith(".jsonl"):
                 paths.add(target)
         return paths
+    import psutil
+
     try:
         files = psutil.Process(pid).open_files()
     except (psutil.Error, OSError):
