@@ -190,7 +190,7 @@ async def asking(rig: Rig, command: str = "echo yes > asked.txt") -> dict[str, A
 @pytest.fixture
 def typed(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     """Every key volee types into an agent (answers and messages), in order."""
-    from volee_desktop.daemon.agents import answers
+    from volee_desktop.daemon.agents import answers, screen_keys
 
     keys: list[bytes] = []
     real_keys, real_send = answers.type_keys, HostClient.send_text
@@ -204,6 +204,7 @@ def typed(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
         real_send(self, text, enter)
 
     monkeypatch.setattr(answers, "type_keys", type_keys)
+    monkeypatch.setattr(screen_keys, "type_keys", type_keys)  # agents.keys
     monkeypatch.setattr(HostClient, "send_text", send_text)
     return keys
 
@@ -454,16 +455,23 @@ async def test_refused_in_its_own_terminal_ends_the_request_and_a_later_allow_is
     assert not (rig.project / "asked.txt").exists()
 
 
-async def test_an_asking_agents_redraws_read_its_screen_at_most_every_look_every(
+async def test_redraws_above_an_asking_agents_dialog_read_nothing_in_it_once_per_look_every(
     rig: Rig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Claude Code blinks its tool's bullet about twice a second while it asks: each blink
-    # read the whole screen again (1.4 ms), 0.27 % of a core per asking agent (issue 27).
-    # Once its dialog was seen, outputs are read at most once per LOOK_EVERY.
+    # Claude Code blinks its tool line's bullet twice a second while it asks: each blink read
+    # the whole screen again (1.4 ms), 0.27 % of a core per asking agent (issue 27). A redraw
+    # of rows above the dialog (fed at once, on the loop) reads nothing; one in the dialog's
+    # rows reads the screen, at most once per LOOK_EVERY.
     from volee_desktop.daemon.agents import answers
 
     view = await asking(rig)
-    screens = rig.d.agents.screens
+    agent_id = view["id"]
+    screens, look = rig.d.agents.screens, rig.d.answers
+    await until(lambda: agent_id in look._dialog_top, what="a look that saw the dialog")
+    top = look._dialog_top[agent_id][1]
+    lines = screens.last_text(agent_id).split("\n")
+    assert top > 0
+    assert "Do you want to proceed?" in "\n".join(lines[top:])
     read = screens.snapshot
     reads: list[str] = []
 
@@ -472,16 +480,59 @@ async def test_an_asking_agents_redraws_read_its_screen_at_most_every_look_every
         return await read(agent_id)
 
     monkeypatch.setattr(screens, "snapshot", counted)
-    look = rig.d.answers
-    look._output(view["id"])  # a first look: the dialog still shows
-    await until(lambda: view["id"] not in look._looking, what="the first look")
-    assert reads == [view["id"]]
+    await until(lambda: agent_id not in look._looking, what="no look running")
+    look._looked_at.pop(agent_id, None)  # a read, were one asked for, would be at once
+    for i in range(10):  # the bullet of the row above the dialog, blinking
+        screens.output(agent_id, f"\x1b[{top};1H{'●' if i % 2 == 0 else ' '}".encode())
+        await asyncio.sleep(0.02)
+    assert reads == []
+    assert screens.last_text(agent_id).split("\n")[top - 1].startswith(" ")  # fed: drawn
+    # The dialog's own first row drawn again (the same text): read at once, then no more
+    # than once per LOOK_EVERY.
+    again = f"\x1b[{top + 1};1H{lines[top][:1] or ' '}".encode()
+    screens.output(agent_id, again)
+    await until(lambda: reads == [agent_id], what="the read of a redraw in the dialog")
+    await until(lambda: agent_id not in look._looking, what="the look's end")
     monkeypatch.setattr(answers, "LOOK_EVERY", 60.0)  # the test span: no read is due
-    for _ in range(10):  # blinks, each after the look before it would have ended
-        look._output(view["id"])
+    for _ in range(10):
+        screens.output(agent_id, again)
         await asyncio.sleep(0.05)
-    assert reads == [view["id"]]  # one look waits for its time; the blinks join it
-    assert rig.agent(view["id"]).state is AgentState.NEEDS_INPUT
+    assert reads == [agent_id]  # one look waits for its time; the redraws join it
+    assert rig.agent(agent_id).state is AgentState.NEEDS_INPUT
+
+
+async def test_a_redraw_above_the_dialog_is_read_when_not_fed_at_once_or_kept_for_another_request(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from volee_desktop.daemon.agents import answers
+
+    view = await asking(rig)
+    agent_id = view["id"]
+    screens, look = rig.d.agents.screens, rig.d.answers
+    await until(lambda: agent_id in look._dialog_top, what="a look that saw the dialog")
+    request_id, top = look._dialog_top[agent_id]
+    read = screens.snapshot
+    reads: list[str] = []
+
+    async def counted(agent_id: str) -> Any:
+        reads.append(agent_id)
+        return await read(agent_id)
+
+    monkeypatch.setattr(screens, "snapshot", counted)
+
+    async def blink(data: bytes) -> None:
+        await until(lambda: agent_id not in look._looking, what="no look running")
+        look._looked_at.pop(agent_id, None)
+        reads.clear()
+        screens.output(agent_id, data)
+        await until(lambda: reads == [agent_id], what="a read of the screen")
+
+    # More than FEED_NOW bytes queued: not fed on the loop, so read as before.
+    await blink(f"\x1b[{top};1H ".encode() * (answers.FEED_NOW // 6 + 1))
+    # The row kept is another request's (a dialog that came after): read.
+    look._dialog_top[agent_id] = ("rq_another", top)
+    await blink(f"\x1b[{top};1H ".encode())
+    assert look._dialog_top[agent_id] == (request_id, top)  # the read kept this one's
 
 
 async def test_refused_in_its_own_terminal_while_volee_was_slow_to_read_the_screen(

@@ -48,12 +48,12 @@ async def test_a_key_its_screen_never_shows_taken_is_said_so(
     # Checked on the screen like an answer (issue 26): a key the program never got leaves
     # the screen as it was, and the reply says so (it is not typed again: a second Esc is
     # another key).
-    from volee_desktop.daemon.agents import answers
+    from volee_desktop.daemon.agents import screen_keys
 
     view = await rig.spawn("hello")
     await rig.wait_state(view["id"], AgentState.DONE)
     swallowed: list[bytes] = []
-    monkeypatch.setattr(answers, "type_keys", lambda _client, data: swallowed.append(data))
+    monkeypatch.setattr(screen_keys, "type_keys", lambda _client, data: swallowed.append(data))
     for _ in range(3):  # the done agent's last output may still come within the first wait
         result = await rig.call("agents.keys", agent=view["id"], key="shift-tab")
         if not result["taken"]:

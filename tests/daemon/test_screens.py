@@ -353,3 +353,27 @@ def test_rows_a_resize_changed_are_read_again_after_a_feed_for_a_row_watcher() -
 
     assert shot.lines[:3] == ["0123456789", "second", "third"]
     assert told == [["third"]]  # the watcher is told the rows this output changed
+
+
+def test_a_small_output_is_fed_at_once_and_says_the_rows_it_changed() -> None:
+    told: list[list[str]] = []
+    term = Term(6, 20, told.append)
+    term.add(b"one\r\ntwo\r\nthree")
+    assert term.render(True).lines[:3] == ["one", "two", "three"]
+    assert term.feed_now(64) == set()  # nothing queued
+    term.add(b"\x1b[2;1HTWO")
+
+    assert term.feed_now(64) == {1}
+    assert told[-1] == ["TWO"]  # the row watcher is told, as by any feed
+    assert term.render(True).lines[:3] == ["one", "TWO", "three"]  # not the cached screen
+    term.add(b"\x1b[3;1H" + b"x" * 70)  # more than the limit: left for a read
+    assert term.feed_now(64) is None
+    assert term.render(True).lines[2] == "x" * 20  # the rest wraps to the next rows
+    term.resize(6, 30)
+    term.add(b"\x1b[1;1HONE")
+    assert term.feed_now(64) is None  # a resize changes every row: it cannot say
+    assert term.render(True).lines[0] == "ONE"
+    term.add(b"\x1b[1;1Hone")
+    with term.feed_lock:  # a read running in a worker thread
+        assert term.feed_now(64) is None
+    assert term.feed_now(64) == {0}

@@ -41,6 +41,7 @@ from .agents.intake import Intake, live_agents
 from .agents.limits import Limits
 from .agents.recovery import Exits, RecoveryRunner, policy_of
 from .agents.runner import AgentsRunner
+from .agents.screen_keys import ScreenMethods
 from .agents.screens import Screens
 from .agents.workspaces import Workspaces
 from .clock import Clock, LoopClock
@@ -165,6 +166,8 @@ class Daemon:
         )
         # Allow / deny / answer an agent's request, checked on its rendered screen.
         self.answers = Answers(ctx, self.agents, screens)
+        # Its screen (agents.output) and the keys that are not an answer (agents.keys).
+        self.screen_methods = ScreenMethods(ctx, self.agents, screens)
         # The repository and branch of each agent's folder, from git (workspace-updated).
         self.workspaces = Workspaces(service, tasks, clock)
         # Who is interactive: subscriptions count the clients, discovery lists sooner for them.

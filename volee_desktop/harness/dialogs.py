@@ -62,6 +62,7 @@ class Dialog:
     text: str  # the dialog's lines, from its top to its last option
     options: tuple[Option, ...]
     escapable: bool  # Esc refuses it
+    top: int = 0  # the row of the screen its text starts on: the rows above are not its own
 
     def option(self, number: int) -> Option | None:
         return next((o for o in self.options if o.number == number), None)
@@ -142,7 +143,7 @@ def find_dialog(lines: Sequence[str]) -> Dialog | None:
     escapable = (
         "Esc to cancel" in tail or "esc to cancel" in tail or any(o.key == ESC for o in options)
     )
-    return Dialog(question=asks, text=text, options=tuple(options), escapable=escapable)
+    return Dialog(question=asks, text=text, options=tuple(options), escapable=escapable, top=top)
 
 
 def expected_text(request: Request) -> str:

@@ -1,16 +1,10 @@
-"""Answering an agent: allow, deny, pick an option or reply; and its rendered screen.
+"""Answering an agent: allow, deny, pick an option or reply (its screen: ``screen_keys.py``).
 
 IPC methods (all here, in one class, so that a per-caller rule can guard them):
 
 - ``agents.allow {agent, request?, always?}``
 - ``agents.deny {agent, request?, reason?}``
 - ``agents.answer {agent, request?, option? | text?}`` (questions: an option, 1-based, or a reply)
-- ``agents.output {agent, lines?}``: the agent's rendered screen (the last one if it ended)
-- ``agents.keys {agent, key}``: a key that is not a line of text: ``esc``, ``shift-tab``
-  (Claude Code's mode), or ``option:N`` (the N-th option of the dialog on its screen, typed
-  only once the screen shows a dialog with that option, and never into an open request's
-  dialog: that one is answered with allow / deny / answer, which record it); ``taken``
-  says whether the screen moved after it (typed once: a second Esc is another key)
 
 An answer can never hit the wrong dialog: the agent's open request must be the one named
 (``request``, when given), not answered yet, and its dialog must be on the agent's rendered
@@ -25,16 +19,14 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Annotated, Any
-
-from msgspec import Meta
+from typing import Any
 
 from ...core import events as ev
 from ...core.answer import Answer, AnswerError, AnswerKind, AnswerMethod
 from ...core.model import HUMAN, VOLEE, Agent, MessageKind, Request
 from ...core.requests import request_id as new_request_id
 from ...core.states import AgentState
-from ...harness.dialogs import Dialog, Keys, answer_keys, dialog_for, find_dialog
+from ...harness.dialogs import Dialog, Keys, answer_keys, dialog_for
 from ...hosts.launcher import HostClient
 from ...ipc.methods import Method
 from ...ipc.server import Connection
@@ -43,7 +35,7 @@ from ..errors import NotFound, Refused
 from ..params import AgentParams, bad, decoder
 from ..views import resolve_agent
 from .host_io import type_keys
-from .results import Answered, KeysTyped, Output
+from .results import Answered
 from .runner import AgentsRunner
 from .screens import Screens, Snapshot
 
@@ -53,7 +45,6 @@ log = logging.getLogger(__name__)
 DIALOG_WAIT = 3.0
 #: How long a refusal waits for its dialog to go before the reason is typed as a message.
 CLOSE_WAIT = 3.0
-OUTPUT_LINES = 40
 #: A dialog takes keys this long after it is first seen drawn (Claude Code 2.1.332 drops a
 #: key typed within ~100 ms of drawing its dialog).
 KEY_READY = 0.3
@@ -66,9 +57,11 @@ SETTLE = 1.0
 #: Reads of an asking agent's screen once its dialog was seen, at most one this often:
 #: Claude Code blinks a bullet twice a second while it asks (a read is ~1.4 ms, issue 27).
 LOOK_EVERY = 2.0
+#: An asking agent's output up to this size is fed to its screen at once, on the loop (pyte:
+#: about 20 us for a blink of 44 bytes): one that changed only rows above its dialog needs no
+#: read of the screen (``Answers._above_dialog``).
+FEED_NOW = 1024
 ANSWERED_THERE = "answered in its terminal"
-#: ``agents.keys``'s named keys, as a terminal sends them.
-NAMED_KEYS: dict[str, bytes] = {"esc": b"\x1b", "shift-tab": b"\x1b[Z"}
 
 
 def denied_notice(request: Request) -> str:
@@ -77,18 +70,6 @@ def denied_notice(request: Request) -> str:
         f"[volee] The person denied this: {request.summary}. Do not do it; carry on with "
         "the rest of your task without it, or say what you would need instead."
     )
-
-
-class OutputParams(AgentParams, frozen=True, kw_only=True):
-    """``agents.output``: how many of the screen's last lines (OUTPUT_LINES when absent)."""
-
-    lines: Annotated[int, Meta(ge=1)] | None = None
-
-
-class KeyParams(AgentParams, frozen=True, kw_only=True):
-    """``agents.keys``: one named key (esc, shift-tab) or ``option:N``."""
-
-    key: str
 
 
 class AnsweredParams(AgentParams, frozen=True, kw_only=True):
@@ -140,6 +121,8 @@ class Answers:
         self._looking: set[str] = set()
         self._again: set[str] = set()
         self._looked_at: dict[str, float] = {}  # agent id -> when its screen was last read
+        #: agent id -> (request id, the row its dialog's text starts on) at the last read
+        self._dialog_top: dict[str, tuple[str, int]] = {}
         self.screens.on_output.append(self._output)
         # A request's dialog is watched for on screen from when it opens (_event).
         self.service.listen(self._event)
@@ -149,8 +132,6 @@ class Answers:
             (Method.AGENTS_ANSWER, AnswerMethod.ANSWER),
         ):
             ctx.methods.add(name, self.api_answer, answer_decoder(method))
-        ctx.methods.add(Method.AGENTS_OUTPUT, self.api_output, decoder(OutputParams))
-        ctx.methods.add(Method.AGENTS_KEYS, self.api_keys, decoder(KeyParams))
 
     # --- the IPC methods --------------------------------------------------------------------
 
@@ -160,75 +141,6 @@ class Answers:
     async def api_answer(self, _conn: Connection, call: AnswerCall) -> Answered:
         """``agents.allow``, ``agents.deny`` and ``agents.answer``: one ``Answer`` each."""
         return await self.answer(self._agent(call.agent), call.answer, call.request)
-
-    async def api_output(self, _conn: Connection, params: OutputParams) -> Output:
-        agent = self._agent(params.agent)
-        lines = params.lines or OUTPUT_LINES
-        snapshot = await self.screens.snapshot(agent.id)
-        if snapshot is None:
-            raise NotFound(
-                f"volee has no screen of agent {agent.name}: it never ran in a volee host"
-            )
-        tail = snapshot.tail(lines)
-        return {
-            "agent": agent.id,
-            "name": agent.name,
-            "lines": tail,
-            "text": "\n".join(tail),
-            "rows": snapshot.rows,
-            "cols": snapshot.cols,
-            "cursor": list(snapshot.cursor),
-            "live": snapshot.live,
-            "at": snapshot.at,
-            "version": snapshot.version,
-        }
-
-    async def api_keys(self, _conn: Connection, params: KeyParams) -> KeysTyped:
-        agent = self._agent(params.agent)
-        key = params.key
-        keys = NAMED_KEYS.get(key)
-        if keys is None:
-            number = key.removeprefix("option:")
-            if not key.startswith("option:") or not number.isdigit() or int(number) < 1:
-                raise bad(f"key {key!r} is not one of esc, shift-tab, option:N")
-            if agent.request is not None and agent.request.answered is None:
-                raise Refused(
-                    f"agent {agent.name} asks {agent.request.summary}: answer it with allow, "
-                    "deny or answer (they record it); nothing typed"
-                )
-            snapshot = await self.screens.snapshot(agent.id)
-            dialog = find_dialog(snapshot.lines if snapshot is not None else [])
-            option = dialog.option(int(number)) if dialog is not None else None
-            if option is None:
-                raise Refused(
-                    f"agent {agent.name}'s screen shows no dialog with an option {number}; "
-                    "nothing typed"
-                )
-            keys = option.key
-        client = await self.agents.running_host(agent.id)
-        if client is None:
-            raise Refused(f"agent {agent.name} has no running program in a volee host")
-        shown = await self.screens.snapshot(agent.id)
-        before = shown.version if shown is not None else 0
-        await asyncio.to_thread(type_keys, client, keys)
-        taken = await self._answered_on_screen(agent.id, before)
-        log.info("typed %s to %s (%s)", key, agent.name, "taken" if taken else "no change")
-        return {"agent": agent.id, "name": agent.name, "key": key, "taken": taken}
-
-    async def _answered_on_screen(self, agent_id: str, version: int) -> bool:
-        """Whether the screen moved after a key (``version``: the output seen before it),
-        within TAKEN_WAIT: how an answer is checked to have been taken, without typing the
-        key again (a second Esc or Shift+Tab is not the same key twice)."""
-        deadline = self.clock.now() + TAKEN_WAIT
-        while True:
-            changed = self.screens.changed(agent_id)
-            snapshot = await self.screens.snapshot(agent_id)
-            if snapshot is None or snapshot.version != version:
-                return True
-            remaining = deadline - self.clock.now()
-            if remaining <= 0:
-                return False
-            await self.clock.wait(changed, min(remaining, 0.2))
 
     # --- answering --------------------------------------------------------------------------
 
@@ -440,9 +352,11 @@ class Answers:
             self._locks.pop(event.agent, None)
             self._seen.pop(event.agent, None)
             self._looked_at.pop(event.agent, None)
+            self._dialog_top.pop(event.agent, None)
             return
         if isinstance(event, ev.RequestAnswered):
             self.screens.probe(event.agent, None)
+            self._dialog_top.pop(event.agent, None)
             return
         if not isinstance(event, ev.StateChanged):
             return
@@ -459,6 +373,8 @@ class Answers:
     def _output(self, agent_id: str) -> None:
         """New output of an agent: if it asks something, look whether its dialog is (still)
         on screen; output during a look makes it look once more."""
+        if self._above_dialog(agent_id):
+            return
         if agent_id in self._looking:
             self._again.add(agent_id)
             return
@@ -468,6 +384,22 @@ class Answers:
             return
         self._looking.add(agent_id)
         self.tasks.spawn(self._look(agent_id), f"look at {agent.name}'s dialog")
+
+    def _above_dialog(self, agent_id: str) -> bool:
+        """Whether this output of an asking agent changed only rows above its dialog, as
+        the last read saw it: the dialog is as it was, and the screen is not read for it.
+        Claude Code blinks its tool line's bullet twice a second while it asks (issue 27):
+        each blink woke a read (a worker thread, the screen rendered, the dialog parsed)."""
+        kept = self._dialog_top.get(agent_id)
+        if kept is None:
+            return False
+        agent = self.service.current().agents.get(agent_id)
+        request = agent.request if agent is not None else None
+        if request is None or request.answered is not None or request.id != kept[0]:
+            self._dialog_top.pop(agent_id, None)
+            return False
+        rows = self.screens.feed_now(agent_id, FEED_NOW)
+        return rows is not None and all(row < kept[1] for row in rows)
 
     def _wait_before_look(self, agent_id: str) -> float:
         """No wait until the request's dialog was seen (an answer waits for it), then
@@ -507,9 +439,12 @@ class Answers:
         snapshot = await self.screens.snapshot(agent_id)
         if snapshot is None or not snapshot.live:
             return None
-        if _still_shows(snapshot, request):
+        dialog = dialog_for(snapshot.lines, request)
+        if isinstance(dialog, Dialog):
             self._seen_at(agent_id, request.id)
+            self._dialog_top[agent_id] = (request.id, dialog.top)
             return None
+        self._dialog_top.pop(agent_id, None)
         if self._was_seen(agent_id, request.id):
             return request
         self._watch_for_dialog(agent_id)  # again: a new watch connection, a new terminal

@@ -178,7 +178,36 @@ class Term:
                 self._feed(items, rebuild)
         self._release_if_idle()
 
-    def _feed(self, items: list[bytes | tuple[int, int]], rebuild: bool) -> None:
+    def feed_now(self, limit: int) -> set[int] | None:
+        """Feed what is queued in the calling thread when it is at most ``limit`` bytes and
+        no other feed runs; the rows it changed (an empty set: none), or None when it was not
+        fed or cannot say (a resize or a rebuild queued)."""
+        if self.pending_size > limit or not self.feed_lock.acquire(blocking=False):
+            return None
+        try:
+            if self.released:
+                return None
+            with self.queue_lock:
+                if self.rebuild or self.pending_size > limit:
+                    return None
+                items, self.pending, self.pending_size = self.pending, [], 0
+            if not items:
+                return set()
+            resized = any(isinstance(item, tuple) for item in items)
+            changed: set[int] | None = None if resized else set()
+            self.cached = None
+            self._feed(items, False, changed)
+            return changed
+        finally:
+            self.feed_lock.release()
+            self._release_if_idle()
+
+    def _feed(
+        self,
+        items: list[bytes | tuple[int, int]],
+        rebuild: bool,
+        changed: set[int] | None = None,
+    ) -> None:
         from .emulator import line_text, new_screen, release
 
         if rebuild:
@@ -198,6 +227,8 @@ class Term:
                 self.stream.feed(item)
             except Exception:  # a sequence pyte cannot take must not lose the screen
                 log.exception("the terminal emulator failed on the output")
+            if changed is not None:
+                changed.update(screen.dirty)
             if watch is not None and screen.dirty:
                 rows = sorted(y for y in screen.dirty if 0 <= y < screen.lines)
                 self.stale.update(screen.dirty)
@@ -376,6 +407,12 @@ class Screens:
 
     def live(self, agent_id: str) -> bool:
         return agent_id in self.terms
+
+    def feed_now(self, agent_id: str, limit: int) -> set[int] | None:
+        """Feed a live agent's small queued output on the loop (``Term.feed_now``): the rows
+        it changed, or None (no terminal, too much queued, a feed running, a resize)."""
+        term = self.terms.get(agent_id)
+        return term.feed_now(limit) if term is not None else None
 
     async def feed(self, agent_id: str) -> None:
         """Feed a live agent's screen what its output queued (its row watchers hear it)."""
