@@ -28,7 +28,8 @@ lists when they change; ``--own-home`` gives them a HOME of their own).
 Phases, each measured on all three at once: ``after turn`` (the first ``--seconds`` after
 the first turn ended), ``idle`` (the next ``--seconds``), ``busy`` (a reply held by the fake
 server, ``--busy-seconds``), ``permission`` (a permission dialog open, ``--busy-seconds``).
-Prints CPU seconds per phase, the ratios against ``plain`` measured in the same run (target:
+Prints CPU seconds per phase, the ratios against the mean of the plain copies measured in the
+same run (``--plains``, default 2: one copy alone varied by 0.8-1.2x from run to run; target:
 <= 1.1x), the load average, and the split (own / reaped children, host, daemon, hooks seen).
 ``--generic`` runs a small shell loop instead of Claude Code (volee's generic harness),
 prompts skipped: the bench's own path, in seconds.
@@ -267,10 +268,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 env["HOME"] = str(home)
                 env.pop("CLAUDE_CONFIG_DIR", None)
             plain = Plain(plain_argv, plain_env, rig.sandbox.project)
+            plains = {"plain": plain}
+            for n in range(2, args.plains + 1):  # more of the same: the baseline's own spread
+                again = list(plain_argv)
+                again[again.index("--session-id") + 1] = str(uuid.uuid4())
+                plains[f"plain{n}"] = Plain(again, dict(plain_env), rig.sandbox.project)
             dead = rig.root / "nobody.sock"
             env.update(VOLEE_SOCKET=str(dead), VOLEE_SPOOL=str(rig.root / "spool2"))
             argv_run = Plain(argv, env, rig.sandbox.project)
-            parts = {"plain": plain, "argv": argv_run}
+            parts = {**plains, "argv": argv_run}
             if args.split:
                 for name, changed in variants(argv, rig.root).items():
                     changed = list(changed)
@@ -286,7 +292,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             wait_for(
                 "the first turns",
                 lambda: (
-                    len(rig.fake.requests("/v1/messages")) >= 3
+                    len(rig.fake.requests("/v1/messages")) >= len(parts)
                     and all(a["state"] in ("done", "idle") for a in agents(rig.env))
                 ),
                 120,
@@ -319,8 +325,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def report(results: dict[str, Any]) -> None:
     print(f"\nagent CPU, seconds per phase (every descendant and reaped child counted); {load()}")
     for phase, by in results["phases"].items():
-        base = by["plain"]["agent"]
+        # The baseline: the mean of the plain copies (one copy alone varied by 0.8-1.2x
+        # from run to run: 2.97 s against 3.63 s asking, 5 minutes, the same bench).
+        plains = [r["agent"] for name, r in by.items() if name.startswith("plain")]
+        base = sum(plains) / len(plains)
         cells = []
+        if len(plains) > 1:
+            cells.append(f"plain mean {base:.2f} s ({min(plains):.2f}-{max(plains):.2f})")
         for name, r in by.items():
             total = sum(v for k, v in r.items() if k not in ("wall", "listings"))
             ratio = f"{total / base:.2f}x" if base > 0 else "n/a"
@@ -332,7 +343,7 @@ def report(results: dict[str, Any]) -> None:
                 )
             cells.append(f"{name} {total:.2f} s = {ratio}{extra}")
         print(f"  {phase:10s} {by['plain']['wall']:5.1f} s: " + "; ".join(cells))
-    print("  target: <= 1.1x plain in every phase")
+    print("  target: <= 1.1x the plain copies' mean in every phase")
     print("split since start (own / reaped children CPU s of the agent's program tree):")
     for name, (own, reaped) in results["split"].items():
         print(f"  {name:6s} own {own:.2f}, reaped {reaped:.2f}")
@@ -345,6 +356,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--busy-seconds", type=float, default=15.0)
     parser.add_argument("--generic", action="store_true", help="a shell loop, no Claude Code")
+    parser.add_argument(
+        "--plains", type=int, default=2, help="plain copies; their mean is the baseline"
+    )
     parser.add_argument(
         "--split",
         action="store_true",
