@@ -1010,3 +1010,24 @@ async def test_spawn_without_harness_runs_the_default_harness_from_config(
         await rig.call("agents.spawn", **params)
     explicit = await rig.spawn("hello", harness="claude")  # a named harness wins
     assert explicit["harness"] == "claude"
+
+
+async def test_a_failure_while_an_output_is_fed_at_once_is_logged_and_the_screen_read(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    view = await asking(rig)
+    agent_id = view["id"]
+    screens, look = rig.d.agents.screens, rig.d.answers
+    await until(lambda: agent_id in look._dialog_top, what="a look that saw the dialog")
+    top = look._dialog_top[agent_id][1]
+
+    def broken(_agent_id: str, _limit: int) -> set[int] | None:
+        raise RuntimeError("a row watcher failed")
+
+    monkeypatch.setattr(screens, "feed_now", broken)
+    await until(lambda: agent_id not in look._looking, what="no look running")
+    look._looked_at.pop(agent_id, None)
+    screens.output(agent_id, f"\x1b[{top};1H ".encode())  # the relay goes on: no raise here
+    await until(lambda: agent_id in look._looking or look._looked_at.get(agent_id), what="a read")
+    assert "feeding" in caplog.text
+    assert rig.agent(agent_id).state is AgentState.NEEDS_INPUT

@@ -398,7 +398,11 @@ class Answers:
         if request is None or request.answered is not None or request.id != kept[0]:
             self._dialog_top.pop(agent_id, None)
             return False
-        rows = self.screens.feed_now(agent_id, FEED_NOW)
+        try:
+            rows = self.screens.feed_now(agent_id, FEED_NOW)
+        except Exception:  # a row watcher's or a probe's failure: never the output's relay
+            log.exception("feeding %s's output at once failed", agent_id)
+            return False
         return rows is not None and all(row < kept[1] for row in rows)
 
     def _wait_before_look(self, agent_id: str) -> float:
