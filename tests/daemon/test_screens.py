@@ -377,3 +377,24 @@ def test_a_small_output_is_fed_at_once_and_says_the_rows_it_changed() -> None:
     with term.feed_lock:  # a read running in a worker thread
         assert term.feed_now(64) is None
     assert term.feed_now(64) == {0}
+
+
+async def test_a_screen_whose_programs_exit_was_told_reads_as_the_last_one_at_once(
+    tmp_path: Path,
+) -> None:
+    # The exit is told in the watch connection's callback; the last screen is kept a moment
+    # later (ended): a read between the two is not of a live screen (a restarted daemon's
+    # `volee output` of a stopped agent said live).
+    screens = Screens(tmp_path)
+    screens.started("a", 5, 20)
+    screens.output("a", b"bye")
+    assert screens.live("a")
+    screens.exited("a")
+    assert not screens.live("a")
+    shot = await screens.snapshot("a")
+    assert shot is not None
+    assert (shot.lines[0], shot.live) == ("bye", False)
+    kept = await screens.ended("a")
+    assert kept is not None
+    assert not kept.live
+    screens.exited("b")  # no such screen: nothing

@@ -1,17 +1,21 @@
 """Talking to one host process from the daemon: is this process the host of that agent, type
 keys into its PTY, ask a host whose program ended to go and wait for it to be gone, read its
-record without raising (the blocking ones run in a thread: ``asyncio.to_thread``)."""
+record without raising (the blocking ones run in a thread: ``asyncio.to_thread``), and the
+daemon's watch connection to it (``WatchProtocol``)."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from ...hosts import wire
 from ...hosts.errors import Error as HostsError
 from ...hosts.launcher import HostClient
 from ...hosts.records import HostRecord, host_alive, read_record
@@ -87,3 +91,68 @@ def read_quietly(path: Path) -> HostRecord | None:
     except HostsError as exc:
         log.warning("host record %s unreadable: %s", path, exc)
         return None
+
+
+class WatchProtocol(asyncio.Protocol):
+    """The daemon's watch connection to one host: its program's output to ``output`` as it
+    comes, its size to ``started`` and ``resized``, and whether it told its program's exit.
+
+    A protocol, not a stream: each output is handed on in the callback that received it,
+    where a stream reader woke the watching task for each (Claude Code redraws its spinner
+    several times a second while it works, and its bullet twice a second while it asks;
+    issue 27)."""
+
+    def __init__(
+        self,
+        output: Callable[[bytes], None],
+        started: Callable[[int | None, int | None], None],
+        resized: Callable[[int, int], None],
+        exited: Callable[[], None],
+    ) -> None:
+        self.output, self.started, self.resized = output, started, resized
+        self.exited = exited  # told at once: the screen is the last one from then on
+        self.frames = wire.FrameReader()
+        self.replied = False
+        self.ended = False  # the host told the program's exit
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        transport.write(wire.json_frame({"op": "watch", "output": True}))
+
+    def data_received(self, data: bytes) -> None:
+        if self.ended:
+            return
+        try:
+            frames = self.frames.feed(data)
+        except wire.FrameError as exc:
+            log.warning("a host's watch connection sent what is not a frame: %s", exc)
+            self._close()
+            return
+        for kind, payload in frames:
+            if kind == wire.OUTPUT:
+                self.output(payload)
+                continue
+            if kind != wire.JSON:
+                continue
+            msg = json.loads(payload)
+            if not self.replied:
+                self.replied = True
+                self.started(msg.get("rows"), msg.get("cols"))
+            elif msg.get("event") == "resize":
+                self.resized(msg["rows"], msg["cols"])
+            elif msg.get("event") == "exit":
+                self.ended = True
+                self.exited()
+                self._close()
+                return
+
+    def _close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            self.done.set_result(None)

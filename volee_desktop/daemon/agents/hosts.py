@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 import os
 import sys
@@ -31,7 +30,7 @@ from ...harness.base import Error as HarnessError
 from ...harness.base import LaunchContext, LaunchPlan, ModeCheck, Profile
 from ...harness.env import without_desktop
 from ...harness.versions import Prober, show
-from ...hosts import recordio, wire
+from ...hosts import recordio
 from ...hosts.errors import Error as HostsError
 from ...hosts.launcher import HostClient, launch_host
 from ...hosts.records import HostRecord, host_alive, record_path
@@ -41,7 +40,7 @@ from ..errors import Refused
 from ..ids import session_uuid
 from . import leftovers
 from .harnesses import HarnessProbes
-from .host_io import end_linger, is_host_command, read_quietly, wait_gone
+from .host_io import WatchProtocol, end_linger, is_host_command, read_quietly, wait_gone
 from .results import HarnessChoice
 from .screens import Screens
 
@@ -316,40 +315,25 @@ class AgentHosts:
 
     async def _watch(self, agent_id: str, host: HostRecord) -> None:
         path = str(self.socket_of(agent_id))  # never the record's word (docs/faults.md)
-        ended = False
+        screens = self.screens
+        # With its output: the daemon renders the agent's screen (daemon/agents/screens.py).
+        watch = WatchProtocol(
+            lambda data: screens.output(agent_id, data),
+            lambda rows, cols: screens.started(agent_id, rows, cols),
+            lambda rows, cols: screens.resized(agent_id, rows, cols),
+            lambda: screens.exited(agent_id),
+        )
+        loop = asyncio.get_running_loop()
         try:
-            reader, writer = await asyncio.open_unix_connection(path)
+            transport, _ = await loop.create_unix_connection(lambda: watch, path)
         except OSError:
-            reader = None
-        if reader is not None:
-            # With its output: the daemon renders the agent's screen (daemon/agents/screens.py).
-            writer.write(wire.json_frame({"op": "watch", "output": True}))
-            await writer.drain()
-            frames = wire.FrameReader()
-            replied = False
+            transport = None
+        if transport is not None:
             try:
-                while not ended:
-                    data = await reader.read(65536)
-                    if not data:
-                        break
-                    for kind, payload in frames.feed(data):
-                        if kind == wire.OUTPUT:
-                            self.screens.output(agent_id, payload)
-                            continue
-                        if kind != wire.JSON:
-                            continue
-                        msg = json.loads(payload)
-                        if not replied:
-                            replied = True
-                            self.screens.started(agent_id, msg.get("rows"), msg.get("cols"))
-                        elif msg.get("event") == "resize":
-                            self.screens.resized(agent_id, msg["rows"], msg["cols"])
-                        elif msg.get("event") == "exit":
-                            ended = True
-                            break
+                await watch.done
             finally:
-                writer.close()
-            if ended:
+                transport.close()
+            if watch.ended:
                 await self.screens.ended(agent_id)
         # Connection closed: the program ended, or the host went away (read the record).
         await self._host_gone(agent_id)

@@ -122,6 +122,7 @@ class Term:
         self.lines: list[str] | None = None
         self.stale: set[int] = set()
         self.closed = False  # let go: the emulator is released once no feed runs
+        self.exited = False  # the program's exit was told: no longer live, kept until ended
         self.released = False
         #: Given the whole screen after each output is fed (in the feeding thread) until it
         #: says True: a dialog drawn and answered between two reads is still seen.
@@ -346,6 +347,13 @@ class Screens:
         for data_fn in self.on_data:
             data_fn(agent_id, data)
 
+    def exited(self, agent_id: str) -> None:
+        """The host told the program's exit: its screen reads as the last one at once, until
+        ``ended`` keeps it."""
+        term = self.terms.get(agent_id)
+        if term is not None:
+            term.exited = True
+
     def changed(self, agent_id: str) -> asyncio.Event:
         """An event set at the agent's next output (to wait for a screen to change)."""
         return self._changed.setdefault(agent_id, asyncio.Event())
@@ -402,11 +410,12 @@ class Screens:
     def last_text(self, agent_id: str) -> str:
         """The agent's live screen as text, fed up to now (blocking; for tests and tools)."""
         term = self.terms.get(agent_id)
-        snapshot = term.render(True) if term is not None else self.last.get(agent_id)
+        snapshot = term.render(not term.exited) if term is not None else self.last.get(agent_id)
         return "\n".join(snapshot.lines) if snapshot is not None else ""
 
     def live(self, agent_id: str) -> bool:
-        return agent_id in self.terms
+        term = self.terms.get(agent_id)
+        return term is not None and not term.exited
 
     def feed_now(self, agent_id: str, limit: int) -> set[int] | None:
         """Feed a live agent's small queued output on the loop (``Term.feed_now``): the rows
@@ -424,7 +433,7 @@ class Screens:
         """The agent's screen now (live), or the last one it left; None if volee has none."""
         term = self.terms.get(agent_id)
         if term is not None:
-            return await asyncio.to_thread(term.render, True)
+            return await asyncio.to_thread(term.render, not term.exited)
         if agent_id in self.last:
             return self.last[agent_id]
         try:

@@ -1,0 +1,77 @@
+"""The daemon's watch connection to a host (``host_io.WatchProtocol``): each frame handed on
+in the callback that received it, the exit told at once (issue 27)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from volee_desktop.daemon.agents.host_io import WatchProtocol
+from volee_desktop.hosts import wire
+
+
+class FakeTransport(asyncio.Transport):
+    def __init__(self, seen: list[Any]) -> None:
+        super().__init__()
+        self.seen = seen
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.seen.append(("wrote", bytes(data)))
+
+    def close(self) -> None:
+        self.closed = True
+        self.seen.append("close")
+
+
+def watch(seen: list[Any]) -> tuple[WatchProtocol, FakeTransport]:
+    protocol = WatchProtocol(
+        lambda data: seen.append(("output", data)),
+        lambda rows, cols: seen.append(("started", rows, cols)),
+        lambda rows, cols: seen.append(("resized", rows, cols)),
+        lambda: seen.append("exited"),
+    )
+    transport = FakeTransport(seen)
+    protocol.connection_made(transport)
+    return protocol, transport
+
+
+async def test_frames_are_handed_on_in_order_however_the_bytes_are_cut() -> None:
+    stream = b"".join(
+        [
+            wire.json_frame({"ok": True, "rows": 40, "cols": 120}),
+            wire.frame(wire.OUTPUT, b"hello"),
+            wire.json_frame({"event": "resize", "rows": 30, "cols": 100}),
+            wire.frame(wire.OUTPUT, b"\x1b[2J"),
+            wire.json_frame({"event": "exit", "exit": {"code": 0}}),
+            wire.frame(wire.OUTPUT, b"after the exit"),
+        ]
+    )
+    for cut in (1, 3, 7, len(stream)):
+        seen: list[Any] = []
+        protocol, _transport = watch(seen)
+        for at in range(0, len(stream), cut):
+            protocol.data_received(stream[at : at + cut])
+        protocol.connection_lost(None)
+        assert seen == [
+            ("wrote", wire.json_frame({"op": "watch", "output": True})),
+            ("started", 40, 120),
+            ("output", b"hello"),
+            ("resized", 30, 100),
+            ("output", b"\x1b[2J"),
+            "exited",  # told before the connection is closed, and nothing after it
+            "close",
+        ], cut
+        assert protocol.ended
+        assert protocol.done.done()
+
+
+async def test_bytes_that_are_not_a_frame_close_the_connection_and_end_the_watch() -> None:
+    seen: list[Any] = []
+    protocol, transport = watch(seen)
+    protocol.data_received(b"Z\x00\x00\x00\x01x")  # no such frame kind
+    assert transport.closed
+    protocol.connection_lost(None)
+    await asyncio.wait_for(protocol.done, 1)
+    assert not protocol.ended
+    assert "exited" not in seen
