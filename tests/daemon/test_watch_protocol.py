@@ -6,22 +6,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from tests.fakes.transport import FakeTransport
 from volee_desktop.daemon.agents.host_io import WatchProtocol
 from volee_desktop.hosts import wire
-
-
-class FakeTransport(asyncio.Transport):
-    def __init__(self, seen: list[Any]) -> None:
-        super().__init__()
-        self.seen = seen
-        self.closed = False
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        self.seen.append(("wrote", bytes(data)))
-
-    def close(self) -> None:
-        self.closed = True
-        self.seen.append("close")
 
 
 def watch(seen: list[Any]) -> tuple[WatchProtocol, FakeTransport]:
