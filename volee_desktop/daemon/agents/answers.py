@@ -373,29 +373,31 @@ class Answers:
     def _output(self, agent_id: str) -> None:
         """New output of an agent: if it asks something, look whether its dialog is (still)
         on screen; output during a look makes it look once more."""
-        if self._above_dialog(agent_id):
+        agent = self.service.current().agents.get(agent_id)
+        request = agent.request if agent is not None else None
+        if request is not None and request.answered is not None:
+            request = None
+        if self._above_dialog(agent_id, request):
             return
         if agent_id in self._looking:
             self._again.add(agent_id)
             return
-        agent = self.service.current().agents.get(agent_id)
-        if agent is None or agent.request is None or agent.request.answered is not None:
+        if agent is None or request is None:
             self._looked_at.pop(agent_id, None)
             return
         self._looking.add(agent_id)
         self.tasks.spawn(self._look(agent_id), f"look at {agent.name}'s dialog")
 
-    def _above_dialog(self, agent_id: str) -> bool:
-        """Whether this output of an asking agent changed only rows above its dialog, as
-        the last read saw it: the dialog is as it was, and the screen is not read for it.
-        Claude Code blinks its tool line's bullet twice a second while it asks (issue 27):
-        each blink woke a read (a worker thread, the screen rendered, the dialog parsed)."""
+    def _above_dialog(self, agent_id: str, request: Request | None) -> bool:
+        """Whether this output of an agent asking ``request`` (open, unanswered) changed only
+        rows above its dialog, as the last read saw it: the dialog is as it was, and the
+        screen is not read for it. Claude Code blinks its tool line's bullet twice a second
+        while it asks (issue 27): each blink woke a read (a worker thread, the screen
+        rendered, the dialog parsed)."""
         kept = self._dialog_top.get(agent_id)
         if kept is None:
             return False
-        agent = self.service.current().agents.get(agent_id)
-        request = agent.request if agent is not None else None
-        if request is None or request.answered is not None or request.id != kept[0]:
+        if request is None or request.id != kept[0]:
             self._dialog_top.pop(agent_id, None)
             return False
         try:
