@@ -455,6 +455,32 @@ async def test_refused_in_its_own_terminal_ends_the_request_and_a_later_allow_is
     assert not (rig.project / "asked.txt").exists()
 
 
+async def dialog_seen(rig: Rig) -> tuple[str, str, int]:
+    """An asking agent whose dialog a look has seen: (agent id, request id, the dialog's top
+    row), no look running, and a read due at once were one asked for."""
+    view = await asking(rig)
+    agent_id, look = view["id"], rig.d.answers
+    await until(lambda: agent_id in look._dialog_top, what="a look that saw the dialog")
+    await until(lambda: agent_id not in look._looking, what="no look running")
+    look._looked_at.pop(agent_id, None)
+    request_id, top = look._dialog_top[agent_id]
+    return agent_id, request_id, top
+
+
+def counted_reads(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The agents whose screen is read from now on (``Screens.snapshot``), in order."""
+    screens = rig.d.agents.screens
+    read = screens.snapshot
+    reads: list[str] = []
+
+    async def counted(agent_id: str) -> Any:
+        reads.append(agent_id)
+        return await read(agent_id)
+
+    monkeypatch.setattr(screens, "snapshot", counted)
+    return reads
+
+
 async def test_redraws_above_an_asking_agents_dialog_read_nothing_in_it_once_per_look_every(
     rig: Rig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -464,24 +490,12 @@ async def test_redraws_above_an_asking_agents_dialog_read_nothing_in_it_once_per
     # rows reads the screen, at most once per LOOK_EVERY.
     from volee_desktop.daemon.agents import answers
 
-    view = await asking(rig)
-    agent_id = view["id"]
+    agent_id, _request_id, top = await dialog_seen(rig)
     screens, look = rig.d.agents.screens, rig.d.answers
-    await until(lambda: agent_id in look._dialog_top, what="a look that saw the dialog")
-    top = look._dialog_top[agent_id][1]
     lines = screens.last_text(agent_id).split("\n")
     assert top > 0
     assert "Do you want to proceed?" in "\n".join(lines[top:])
-    read = screens.snapshot
-    reads: list[str] = []
-
-    async def counted(agent_id: str) -> Any:
-        reads.append(agent_id)
-        return await read(agent_id)
-
-    monkeypatch.setattr(screens, "snapshot", counted)
-    await until(lambda: agent_id not in look._looking, what="no look running")
-    look._looked_at.pop(agent_id, None)  # a read, were one asked for, would be at once
+    reads = counted_reads(rig, monkeypatch)
     for i in range(10):  # the bullet of the row above the dialog, blinking
         screens.output(agent_id, f"\x1b[{top};1H{'●' if i % 2 == 0 else ' '}".encode())
         await asyncio.sleep(0.02)
@@ -506,19 +520,9 @@ async def test_a_redraw_above_the_dialog_is_read_when_not_fed_at_once_or_kept_fo
 ) -> None:
     from volee_desktop.daemon.agents import answers
 
-    view = await asking(rig)
-    agent_id = view["id"]
+    agent_id, request_id, top = await dialog_seen(rig)
     screens, look = rig.d.agents.screens, rig.d.answers
-    await until(lambda: agent_id in look._dialog_top, what="a look that saw the dialog")
-    request_id, top = look._dialog_top[agent_id]
-    read = screens.snapshot
-    reads: list[str] = []
-
-    async def counted(agent_id: str) -> Any:
-        reads.append(agent_id)
-        return await read(agent_id)
-
-    monkeypatch.setattr(screens, "snapshot", counted)
+    reads = counted_reads(rig, monkeypatch)
 
     async def blink(data: bytes) -> None:
         await until(lambda: agent_id not in look._looking, what="no look running")
@@ -1015,18 +1019,13 @@ async def test_spawn_without_harness_runs_the_default_harness_from_config(
 async def test_a_failure_while_an_output_is_fed_at_once_is_logged_and_the_screen_read(
     rig: Rig, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    view = await asking(rig)
-    agent_id = view["id"]
+    agent_id, _request_id, top = await dialog_seen(rig)
     screens, look = rig.d.agents.screens, rig.d.answers
-    await until(lambda: agent_id in look._dialog_top, what="a look that saw the dialog")
-    top = look._dialog_top[agent_id][1]
 
     def broken(_agent_id: str, _limit: int) -> set[int] | None:
         raise RuntimeError("a row watcher failed")
 
     monkeypatch.setattr(screens, "feed_now", broken)
-    await until(lambda: agent_id not in look._looking, what="no look running")
-    look._looked_at.pop(agent_id, None)
     screens.output(agent_id, f"\x1b[{top};1H ".encode())  # the relay goes on: no raise here
     await until(lambda: agent_id in look._looking or look._looked_at.get(agent_id), what="a read")
     assert "feeding" in caplog.text
