@@ -321,6 +321,25 @@ CASES: list[bytes] = [
             {"op": "attach", "rows": 5, "cols": 0},
             {"op": "attach", "rows": 0, "cols": "x"},
             {"op": "close"},
+            {"op": "flush"},
+            {"op": "flush", "every_ms": -1},
+            {"op": "watch", "every_ms": None},
+            {"op": "watch", "every_ms": 0},
+            {"op": "watch", "every_ms": 10000},
+            {"op": "watch", "every_ms": 10001},
+            {"op": "watch", "every_ms": -1},
+            {"op": "watch", "every_ms": -0.5},
+            {"op": "watch", "every_ms": 10000.9},
+            {"op": "watch", "every_ms": 1e300},
+            {"op": "watch", "every_ms": float("nan")},
+            {"op": "watch", "every_ms": 10**40},
+            {"op": "watch", "every_ms": -(10**40)},
+            {"op": "watch", "every_ms": " 250 "},
+            {"op": "watch", "every_ms": "2_5"},
+            {"op": "watch", "every_ms": "x"},
+            {"op": "watch", "every_ms": [250]},
+            {"op": "watch", "every_ms": {}},
+            {"op": "watch", "every_ms": True},
         )
     ),
     _frame(b"J", b'{"op": "send", "text": "\\ud800"}'),
@@ -518,11 +537,13 @@ def test_random_requests_get_the_python_hosts_replies(pair: tuple[str, str]) -> 
     rnd = random.Random(27)
     for _ in range(400):
         value = _random_value(rnd)
-        op = rnd.choice(["op", "op", "signal", "lines", "rows"])
+        op = rnd.choice(["op", "op", "signal", "lines", "rows", "every_ms"])
         if op == "op":
             doc = '{"op": ' + value + "}"
         else:
-            name = {"signal": "signal", "lines": "screen", "rows": "resize"}[op]
+            name = {"signal": "signal", "lines": "screen", "rows": "resize", "every_ms": "watch"}[
+                op
+            ]
             doc = f'{{"op": "{name}", "{op}": {value}, "cols": 100000}}'
         data = _frame(b"J", _mutate(rnd, doc.encode("utf-8", "surrogatepass")))
         if _would_signal(data):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from tests.polling import wait_until
 from volee_desktop.hosts import wire
@@ -84,3 +88,156 @@ def test_a_watcher_asking_for_output_gets_it_then_resizes_then_the_exit(host_kin
     assert b"before" in output  # the replay of what came before the watch
     assert b"after" in output
     assert {"event": "resize", "rows": 30, "cols": 100} in messages
+
+
+def _watch_output(
+    record_socket: str, request: dict[str, object]
+) -> tuple[list[tuple[float, bytes]], list[dict[str, object]]]:
+    """Watch with ``request`` until the exit: each output frame with when it came, the JSON."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(record_socket)
+    sock.sendall(wire.json_frame(request))
+    reader = wire.FrameReader()
+    frames: list[tuple[float, bytes]] = []
+    messages: list[dict[str, object]] = []
+    while not any(m.get("event") == "exit" for m in messages):
+        data = sock.recv(65536)
+        assert data, "the host closed the watch before the exit"
+        for kind, payload in reader.feed(data):
+            if kind == wire.JSON:
+                messages.append(json.loads(payload))
+            elif kind == wire.OUTPUT:
+                frames.append((time.monotonic(), payload))
+    sock.close()
+    return frames, messages
+
+
+def _ticker(root: Path, name: str, script: str) -> str:
+    record = launch_host(
+        name,
+        ["/bin/sh", "-c", f"read go; {script}; exit 0"],
+        root,
+        {"PATH": "/usr/bin:/bin"},
+        root / "hosts" / f"{name}.json",
+        root / "run" / f"{name}.sock",
+        linger=0.5,
+    )
+    return record.socket
+
+
+def test_a_watch_every_ms_gets_the_output_in_order_at_most_that_often(host_kind: str) -> None:
+    """The daemon's watch asks for output at most every so often (issue 27): a program that
+    writes 40 lines 20 ms apart reaches it in few frames, every byte in order, the first at
+    once, the last before the exit; a watch without ``every_ms`` gets a frame a line."""
+    root = Path(tempfile.mkdtemp(prefix="vw", dir="/tmp"))
+    script = "i=0; while [ $i -lt 40 ]; do echo line$i; i=$((i+1)); sleep 0.02; done"
+    seen: dict[str, list[tuple[float, bytes]]] = {}
+    for name, request in (
+        ("held", {"op": "watch", "output": True, "every_ms": 300}),
+        ("plain", {"op": "watch", "output": True}),
+    ):
+        path = _ticker(root, name, script)
+        client = HostClient(path)
+        began: list[float] = []
+
+        def go(client: HostClient = client, began: list[float] = began) -> None:
+            time.sleep(0.3)  # the watch is in place
+            began.append(time.monotonic())
+            client.send_text("go")
+
+        threading.Thread(target=go).start()
+        frames, messages = _watch_output(path, request)
+        client.close()
+        assert messages[0] == {"ok": True, "rows": 40, "cols": 120}
+        assert messages[-1]["event"] == "exit"
+        text = b"".join(payload for _, payload in frames).decode()
+        lines = [w for w in text.split() if w.startswith("line")]
+        assert lines == [f"line{i}" for i in range(40)], text
+        seen[name] = [(at - began[0], payload) for at, payload in frames]
+    held, plain = seen["held"], seen["plain"]
+    assert len(plain) >= 15  # about one a line: what the hold saves
+    # 300 ms apart (less the reading's own jitter), but for the last: the exit sends what is
+    # held at once, before it.
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(held[:-1])]
+    assert gaps
+    assert min(gaps) >= 0.25, gaps
+    assert len(held) <= (held[-1][0] - held[0][0]) / 0.3 + 2
+    assert len(held) < len(plain) / 2
+
+
+def test_a_watch_every_ms_sends_a_large_output_without_waiting(host_kind: str) -> None:
+    """Held output goes at once from 64 KiB: a flood is not slowed to a frame per spell."""
+    root = Path(tempfile.mkdtemp(prefix="vw", dir="/tmp"))
+    path = _ticker(root, "flood", "head -c 600000 /dev/zero | tr '\\0' x; sleep 1")
+    client = HostClient(path)
+    threading.Thread(target=lambda: (time.sleep(0.3), client.send_text("go"))).start()
+    frames, _ = _watch_output(path, {"op": "watch", "output": True, "every_ms": 10_000})
+    client.close()
+    assert sum(payload.count(b"x") for _, payload in frames) == 600_000
+    # 600 KB in 64 KiB frames, not one frame 10 s later (the program ended after 1 s).
+    assert len(frames) >= 8
+    assert frames[-1][0] - frames[0][0] < 5
+
+
+@pytest.mark.parametrize(
+    ("every", "said"),
+    [
+        (-1, "bad watch request: every_ms -1 is out of range"),
+        (10_001, "bad watch request: every_ms 10001 is out of range"),
+        (2**70, f"bad watch request: every_ms {2**70} is out of range"),
+        ("soon", "bad watch request: invalid literal for int() with base 10: 'soon'"),
+        ([], "bad watch request: 'every_ms' must be a number, not list"),
+    ],
+)
+def test_a_watch_with_a_bad_every_ms_is_refused_and_the_connection_kept(
+    host_kind: str, every: object, said: str
+) -> None:
+    root = Path(tempfile.mkdtemp(prefix="vw", dir="/tmp"))
+    path = _ticker(root, "bad", "echo done")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(path)
+    sock.sendall(wire.json_frame({"op": "watch", "output": True, "every_ms": every}))
+    sock.sendall(wire.json_frame({"op": "hello"}))
+    reader = wire.FrameReader()
+    replies: list[dict[str, object]] = []
+    while len(replies) < 2:
+        replies += [json.loads(p) for k, p in reader.feed(sock.recv(65536)) if k == wire.JSON]
+    sock.close()
+    HostClient(path).stop()
+    assert replies[0] == {"ok": False, "error": said}
+    assert replies[1]["ok"] is True
+    assert "agent" in replies[1]
+
+
+def test_a_flush_sends_the_held_output_before_its_reply(host_kind: str) -> None:
+    root = Path(tempfile.mkdtemp(prefix="vw", dir="/tmp"))
+    path = _ticker(root, "flush", "echo first; sleep 0.2; echo second; sleep 30")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(path)
+    sock.sendall(wire.json_frame({"op": "watch", "output": True, "every_ms": 10_000}))
+    client = HostClient(path)
+    client.send_text("go")
+    reader = wire.FrameReader()
+    got: list[tuple[bytes, bytes]] = []
+    sock.settimeout(1.0)
+    deadline = time.monotonic() + 1.5  # "second" is printed, and held for 10 s
+    while time.monotonic() < deadline:
+        try:
+            got += reader.feed(sock.recv(65536))
+        except TimeoutError:
+            pass
+    before = b"".join(p for k, p in got if k == wire.OUTPUT)
+    assert b"second" not in before
+    sock.settimeout(10)
+    sock.sendall(wire.json_frame({"op": "flush"}))
+    after: list[tuple[bytes, bytes]] = []
+    while not any(k == wire.JSON for k, _ in after):
+        after += reader.feed(sock.recv(65536))
+    sock.close()
+    client.stop()
+    assert after[-1][0] == wire.JSON
+    assert json.loads(after[-1][1]) == {"ok": True}
+    assert b"second" in b"".join(p for k, p in after if k == wire.OUTPUT)

@@ -49,7 +49,7 @@ import time
 from volee_desktop import lean
 from volee_desktop.hosts import recordio, tree, wire
 from volee_desktop.hosts.poller import EVENT_READ, EVENT_WRITE, Poller
-from volee_desktop.hosts.requests import Requests, _Client
+from volee_desktop.hosts.requests import HOLD_LIMIT, Requests, _Client
 from volee_desktop.hosts.ring import Ring
 from volee_desktop.hosts.spawn import HOST_SIGNALS, become_subreaper, spawn_in_pty
 
@@ -433,8 +433,30 @@ class Host(Requests):
         self._paste_tail = probe[-(len(PASTE_ON) - 1) :]
         out = wire.frame(wire.OUTPUT, data)
         for client in list(self.clients.values()):
-            if client.attached or client.output:
+            if client.output and client.every and not client.attached:
+                self._hold(client, data, out)
+            elif client.attached or client.output:
                 self._queue(client, out)
+
+    def _hold(self, client: _Client, data: bytes, out: bytes) -> None:
+        """Output to a client that takes it at most once every ``every`` seconds (the daemon's
+        watch): at once after a quiet spell, else held and sent as one frame when the spell
+        ends, from ``HOLD_LIMIT`` bytes, or before anything else queued to the client."""
+        now = time.monotonic()
+        if not client.held and now - client.sent_at >= client.every:
+            self._queue(client, out)
+            return
+        client.held += data
+        if len(client.held) >= HOLD_LIMIT:
+            self._queue(client, b"")
+        elif not client.armed:
+            client.armed = True
+            self._later(client.sent_at + client.every - now, lambda: self._release(client))
+
+    def _release(self, client: _Client) -> None:
+        client.armed = False
+        if client.held:
+            self._queue(client, b"")
 
     def _write_pty(self, data: bytes) -> None:
         if self.exit is not None or not data:
@@ -519,6 +541,11 @@ class Host(Requests):
     def _queue(self, client: _Client, data: bytes) -> None:
         if client.sock.fileno() < 0:
             return
+        if client.output:  # what is held goes first (``_hold``)
+            if client.held:
+                client.out += wire.frame(wire.OUTPUT, bytes(client.held))
+                client.held.clear()
+            client.sent_at = time.monotonic()
         client.out += data
         if len(client.out) > CLIENT_BACKLOG_LIMIT:
             _log("dropped a client that stopped reading")

@@ -31,6 +31,9 @@ SCREEN_WINDOW = 16 * 1024
 ENTER_PAUSE = 0.1
 PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
+# A watch's ``every_ms``: output held back at most this long, and sent at once from this size.
+MAX_EVERY_MS = 10_000
+HOLD_LIMIT = 64 * 1024
 
 
 def _whole(value: object, what: str) -> int:
@@ -51,7 +54,10 @@ def _real(value: object, what: str) -> float:
 class _Client:
     """One connection to the host socket."""
 
-    __slots__ = ("attached", "out", "output", "reader", "sock", "watching")
+    __slots__ = (
+        *("armed", "attached", "every", "held", "out", "output"),
+        *("reader", "sent_at", "sock", "watching"),
+    )
 
     def __init__(self, sock: socket) -> None:
         self.sock = sock
@@ -60,6 +66,11 @@ class _Client:
         self.attached = False
         self.watching = False  # wants the program's end (the daemon)
         self.output = False  # and its output, without being attached (the daemon's screens)
+        # Its output at most once every ``every`` seconds (0: as it comes; ``Host._hold``).
+        self.every = 0.0
+        self.held = bytearray()  # output not sent yet
+        self.sent_at = float("-inf")  # when output was last queued to it
+        self.armed = False  # a timer will send what is held
 
 
 class Requests:
@@ -111,6 +122,11 @@ class Requests:
 
     def _op_watch(self, client: _Client, req: dict[str, object]) -> None:
         """Hear of the program's end at once (and, with ``output``, see its output)."""
+        if req.get("every_ms") is not None:
+            every = _whole(req["every_ms"], "every_ms")
+            if not 0 <= every <= MAX_EVERY_MS:
+                raise ValueError(f"every_ms {every} is out of range")
+            client.every = every / 1000
         client.watching = True
         self._reply(client, {"ok": True, "rows": self.rows, "cols": self.cols})
         if req.get("output"):
@@ -229,6 +245,11 @@ class Requests:
                 "attached": sum(1 for c in self.clients.values() if c.attached),
             },
         )
+
+    def _op_flush(self, client: _Client, req: dict[str, object]) -> None:
+        """The output held for a watch with ``every_ms`` now (``Host._hold``), then the reply:
+        the daemon reads a person a screen with all the output there is."""
+        self._reply(client, {"ok": True})  # _queue sends what is held first
 
     def _op_close(self, client: _Client, req: dict[str, object]) -> None:
         if self.exit is None:

@@ -58,6 +58,9 @@ extern char **environ;
 #define LEFTOVER_WAIT 5.0
 #define LEFTOVER_CHECK 0.05
 #define REPLAY_BYTES (64 * 1024)
+/* A watch's every_ms: output held back at most this long, and sent at once from this size. */
+#define MAX_EVERY_MS 10000
+#define HOLD_LIMIT (64 * 1024)
 #define SCREEN_WINDOW (16 * 1024)
 #define ENTER_PAUSE 0.1
 #define MAX_FRAME (16 * 1024 * 1024)
@@ -932,7 +935,7 @@ static int jp_object(jparse_t *p, size_t idx, int depth, size_t *next_out) {
             if (top && !p->keep_all) {
                 /* a request: only the keys requests read, the last of each (as a dict) */
                 static const char *const wanted[] = {"op", "rows", "cols", "lines", "signal",
-                                                     "grace", "text", "enter", "output"};
+                                                     "grace", "text", "enter", "output", "every_ms"};
                 const char *key = p->keys.p ? p->keys.p + key_off : "";
                 int keep = 0;
                 size_t same = p->nmem;
@@ -2072,6 +2075,10 @@ typedef struct client {
     size_t out_off;
     int attached, watching, output;
     int events; /* what epoll watches: EPOLLIN, | EPOLLOUT while out is pending */
+    /* Its output at most once every `every` seconds (0: as it comes; hold()). */
+    double every, sent_at; /* sent_at: when output was last queued to it */
+    buf_t held;            /* output not sent yet */
+    int armed;             /* a timer will send what is held */
     struct client *next;
 } client_t;
 
@@ -2086,7 +2093,7 @@ typedef struct {
     const char *host_signal;
 } exit_t;
 
-enum { T_KILLPG, T_END_LINGER, T_KILL_LEFTOVERS, T_SEND_FINISH, T_LISTEN };
+enum { T_KILLPG, T_END_LINGER, T_KILL_LEFTOVERS, T_SEND_FINISH, T_LISTEN, T_RELEASE };
 
 typedef struct {
     double at;
@@ -2306,6 +2313,7 @@ static void reap_clients(void) {
             *pp = c->next;
             buf_free(&c->in);
             buf_free(&c->out);
+            buf_free(&c->held);
             free(c);
         } else {
             pp = &c->next;
@@ -2338,8 +2346,22 @@ static void flush(client_t *c) {
     }
 }
 
+static void frame_into(buf_t *b, char kind, const char *payload, size_t n);
+
 static void queue(client_t *c, const char *data, size_t n) {
     if (!c || c->fd < 0) return;
+    if (c->output) { /* what is held goes first (hold()) */
+        if (c->held.len) {
+            buf_t f = {0};
+            frame_into(&f, 'O', c->held.p, c->held.len);
+            buf_free(&c->held);
+            if (f.oom) { hlog("dropped a client that stopped reading"); drop(c); return; }
+            queue(c, f.p, f.len);
+            buf_free(&f);
+            if (c->fd < 0) return;
+        }
+        c->sent_at = monotonic();
+    }
     if (n > CLIENT_BACKLOG_LIMIT || c->out.len - c->out_off + n > CLIENT_BACKLOG_LIMIT) {
         hlog("dropped a client that stopped reading");
         drop(c);
@@ -2454,6 +2476,34 @@ static void write_pty(const char *data, size_t n) {
     flush_pty();
 }
 
+/* Host._hold: output to a client that takes it at most once every `every` seconds (the
+   daemon's watch): at once after a quiet spell, else held and sent as one frame when the
+   spell ends, from HOLD_LIMIT bytes, or before anything else queued to the client. */
+static void hold(client_t *c, const unsigned char *data, size_t n, buf_t *frame) {
+    double now = monotonic();
+    if (!c->held.len && now - c->sent_at >= c->every) {
+        queue(c, frame->p, frame->len);
+        return;
+    }
+    buf_add(&c->held, data, n);
+    if (c->held.oom) {
+        hlog("dropped a client that stopped reading");
+        drop(c);
+    } else if (c->held.len >= HOLD_LIMIT) {
+        queue(c, "", 0);
+    } else if (!c->armed) {
+        c->armed = 1;
+        later(c->sent_at + c->every - now, T_RELEASE, 0, c->id, 0);
+    }
+}
+
+static void release(unsigned long cid) {
+    client_t *c = client_by_id(cid);
+    if (!c) return;
+    c->armed = 0;
+    if (c->held.len) queue(c, "", 0);
+}
+
 static void output(const unsigned char *data, size_t n) {
     ring_write(data, n);
     /* bracketed paste mode; a marker may straddle two reads */
@@ -2476,8 +2526,10 @@ static void output(const unsigned char *data, size_t n) {
     }
     buf_t f = {0};
     frame_into(&f, 'O', (const char *)data, n);
-    for (client_t *c = H.clients; c; c = c->next)
-        if (c->fd >= 0 && (c->attached || c->output)) queue(c, f.p, f.len);
+    for (client_t *c = H.clients; c; c = c->next) {
+        if (c->fd >= 0 && c->output && c->every > 0 && !c->attached) hold(c, data, n, &f);
+        else if (c->fd >= 0 && (c->attached || c->output)) queue(c, f.p, f.len);
+    }
     buf_free(&f);
 }
 
@@ -2750,7 +2802,21 @@ static int op_hello(client_t *c, jdoc_t *j, buf_t *err) {
 }
 
 static int op_watch(client_t *c, jdoc_t *j, buf_t *err) {
-    (void)err;
+    jval_t every = jget(j, "every_ms");
+    if (every.type != J_NONE && every.type != J_NULL) {
+        pyint_t *e = malloc(sizeof *e);
+        if (!e) { buf_puts(err, "out of memory"); return -1; }
+        int rc = jwhole(j, every, "every_ms", e, err);
+        if (rc == 0 && (e->big || e->v < 0 || e->v > MAX_EVERY_MS)) {
+            buf_puts(err, "every_ms ");
+            pyint_text(err, e);
+            buf_puts(err, " is out of range");
+            rc = -1;
+        }
+        if (rc == 0) c->every = (double)e->v / 1000.0;
+        free(e);
+        if (rc < 0) return -1;
+    }
     c->watching = 1;
     reply_size(c);
     if (jtruthy(j, jget(j, "output"))) {
@@ -2959,6 +3025,14 @@ static int op_status(client_t *c, jdoc_t *j, buf_t *err) {
     return 0;
 }
 
+/* Host._op_flush: the output held for a watch with every_ms now, then the reply (queue()
+   sends what is held first). */
+static int op_flush(client_t *c, jdoc_t *j, buf_t *err) {
+    (void)j; (void)err;
+    reply_ok(c);
+    return 0;
+}
+
 static int op_close(client_t *c, jdoc_t *j, buf_t *err) {
     (void)j; (void)err;
     if (!H.exit.has) {
@@ -2977,7 +3051,7 @@ static const struct {
 } OPS[] = {
     {"hello", op_hello}, {"watch", op_watch}, {"attach", op_attach}, {"send", op_send},
     {"resize", op_resize}, {"screen", op_screen}, {"signal", op_signal}, {"stop", op_stop},
-    {"status", op_status}, {"close", op_close},
+    {"status", op_status}, {"close", op_close}, {"flush", op_flush},
 };
 
 static void request(client_t *c, jdoc_t *j) {
@@ -3181,6 +3255,7 @@ static void run_timer(timer_t_ *t) {
     case T_KILL_LEFTOVERS: kill_leftovers(); break;
     case T_SEND_FINISH: send_finish(t->cid, t->enter); break;
     case T_LISTEN: ep_set(H.listener, EPOLLIN, 1); break;
+    case T_RELEASE: release(t->cid); break;
     }
 }
 
