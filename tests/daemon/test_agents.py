@@ -25,6 +25,7 @@ from volee_desktop.core import events as ev
 from volee_desktop.core.answer import Answer
 from volee_desktop.core.model import Agent, Request
 from volee_desktop.core.states import AgentState
+from volee_desktop.daemon.agents import host_io
 from volee_desktop.daemon.main import Daemon
 from volee_desktop.harness.dialogs import Dialog, Keys
 from volee_desktop.harness.env import allowed_env
@@ -632,6 +633,25 @@ async def test_a_program_that_fails_at_once_leaves_what_it_printed(rig: Rig) -> 
 
     assert shown["live"] is False
     assert shown["lines"] == ["Not logged in · Please run /login"]
+
+
+async def test_a_read_for_a_person_has_the_output_its_host_holds_back(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host holds the output it sends the daemon back a moment (host_io.WATCH_EVERY_MS;
+    10 s here, longer than the test): ``agents.output`` has it sent first, and shows it."""
+    monkeypatch.setattr(host_io, "WATCH_EVERY_MS", 10_000)
+    marker = rig.project / "second.done"
+    script = f"echo first; sleep 0.2; echo second; touch {marker}; sleep 60"
+    view = await rig.spawn(None, harness="generic", argv=["/bin/sh", "-c", script], name="held")
+    await until(marker.exists, what="the second line printed")
+    await asyncio.sleep(0.3)  # the host has read it, and holds it
+
+    assert "second" not in rig.d.agents.screens.last_text(view["id"])  # a read of its own
+    shown = await rig.call("agents.output", agent=view["id"])
+
+    assert "second" in shown["text"]
+    assert "first" in shown["text"]
 
 
 async def test_output_is_the_rendered_screen_and_the_last_one_is_kept(rig: Rig) -> None:

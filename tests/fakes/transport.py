@@ -19,3 +19,6 @@ class FakeTransport(asyncio.Transport):
     def close(self) -> None:
         self.closed = True
         self.seen.append("close")
+
+    def is_closing(self) -> bool:
+        return self.closed

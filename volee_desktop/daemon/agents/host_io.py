@@ -6,6 +6,7 @@ daemon's watch connection to it (``WatchProtocol``)."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import logging
@@ -21,6 +22,13 @@ from ...hosts.launcher import HostClient
 from ...hosts.records import HostRecord, host_alive, read_record
 
 log = logging.getLogger(__name__)
+
+#: The daemon's watch takes a program's output at most once every so often: output after a
+#: quiet spell comes at once, the rest is held by the host and sent as one frame (hosts/host.py
+#: ``_hold``).  A busy Claude Code redraws its spinner every 110-230 ms, and each frame woke
+#: the daemon (issue 27: 0.054 s of its CPU in 40 s busy, 0.019 s held).  What reads the
+#: screen is slower still: the agent window follows it once a second, an answer waits 2 s.
+WATCH_EVERY_MS = 500
 
 
 def is_host_command(argv: list[str], agent_id: str, socket_path: Path) -> bool:
@@ -116,11 +124,14 @@ class WatchProtocol(asyncio.Protocol):
         self.ended = False  # the host told the program's exit
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.transport: asyncio.Transport | None = None
+        self.flushes: collections.deque[asyncio.Future[None]] = collections.deque()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        transport.write(wire.json_frame({"op": "watch", "output": True}))
+        transport.write(
+            wire.json_frame({"op": "watch", "output": True, "every_ms": WATCH_EVERY_MS})
+        )
 
     def data_received(self, data: bytes) -> None:
         if self.ended:
@@ -141,6 +152,9 @@ class WatchProtocol(asyncio.Protocol):
             if not self.replied:
                 self.replied = True
                 self.started(msg.get("rows"), msg.get("cols"))
+            elif "ok" in msg:  # a flush's reply (an older host's refusal of it too)
+                if self.flushes:
+                    _resolve(self.flushes.popleft())
             elif msg.get("event") == "resize":
                 self.resized(msg["rows"], msg["cols"])
             elif msg.get("event") == "exit":
@@ -149,10 +163,31 @@ class WatchProtocol(asyncio.Protocol):
                 self._close()
                 return
 
+    async def flush(self, timeout: float) -> None:
+        """Have the host send the output it holds (``WATCH_EVERY_MS``) and return once it came
+        (at most ``timeout`` later): a screen read for a person shows all of it."""
+        done = self.done.done() or not self.replied
+        if done or self.transport is None or self.transport.is_closing():
+            return
+        heard = asyncio.get_running_loop().create_future()
+        self.flushes.append(heard)
+        self.transport.write(wire.json_frame({"op": "flush"}))
+        try:
+            await asyncio.wait_for(asyncio.shield(heard), timeout)
+        except TimeoutError:
+            log.info("a host did not answer a flush in %.1f s", timeout)
+
     def _close(self) -> None:
         if self.transport is not None:
             self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        while self.flushes:
+            _resolve(self.flushes.popleft())
         if not self.done.done():
             self.done.set_result(None)
+
+
+def _resolve(heard: asyncio.Future[None]) -> None:
+    if not heard.done():
+        heard.set_result(None)

@@ -329,10 +329,13 @@ class AgentHosts:
         except OSError:
             transport = None
         if transport is not None:
+            screens.flushers[agent_id] = watch.flush
             try:
                 await watch.done
             finally:
                 transport.close()
+                if screens.flushers.get(agent_id) == watch.flush:
+                    del screens.flushers[agent_id]
             if watch.ended:
                 await self.screens.ended(agent_id)
         # Connection closed: the program ended, or the host went away (read the record).

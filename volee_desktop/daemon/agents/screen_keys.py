@@ -63,7 +63,7 @@ class ScreenMethods:
     async def api_output(self, _conn: Connection, params: OutputParams) -> Output:
         agent = resolve_agent(self.service.current(), params.agent)
         lines = params.lines or OUTPUT_LINES
-        snapshot = await self.screens.snapshot(agent.id)
+        snapshot = await self.screens.snapshot(agent.id, fresh=True)
         if snapshot is None:
             raise NotFound(
                 f"volee has no screen of agent {agent.name}: it never ran in a volee host"

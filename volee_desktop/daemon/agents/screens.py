@@ -16,7 +16,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -36,6 +36,8 @@ PENDING_LIMIT = 256 * 1024
 #: it asks; reads still look after it.
 PROBE_OUTPUTS = 64
 DEFAULT_ROWS, DEFAULT_COLS = 40, 120
+#: How long a read for a person waits for the output a host holds back (it answers at once).
+FLUSH_WAIT = 1.0
 
 
 @dataclass(frozen=True)
@@ -314,6 +316,9 @@ class Screens:
         #: Called with the agent's id and the rows an output changed, as its screen is fed
         #: (in a worker thread: only cheap, thread-safe work; agents/limits.py).
         self.on_rows: list[Callable[[str, list[str]], None]] = []
+        #: Each watched agent's flush (agents/hosts.py): its host holds output back a moment
+        #: (host_io.WATCH_EVERY_MS), and a read for a person first has it sent.
+        self.flushers: dict[str, Callable[[float], Awaitable[None]]] = {}
 
     def path_of(self, agent_id: str) -> Path:
         return self.folder / f"{agent_id}.json"
@@ -429,8 +434,12 @@ class Screens:
         if term is not None:
             await asyncio.to_thread(term.feed)
 
-    async def snapshot(self, agent_id: str) -> Snapshot | None:
-        """The agent's screen now (live), or the last one it left; None if volee has none."""
+    async def snapshot(self, agent_id: str, fresh: bool = False) -> Snapshot | None:
+        """The agent's screen now (live), or the last one it left; None if volee has none.
+        ``fresh``: with the output its host holds back (for a person's eyes)."""
+        flush = self.flushers.get(agent_id) if fresh else None
+        if flush is not None:
+            await flush(FLUSH_WAIT)
         term = self.terms.get(agent_id)
         if term is not None:
             return await asyncio.to_thread(term.render, not term.exited)
