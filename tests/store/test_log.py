@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 from pathlib import Path
 
@@ -275,3 +276,29 @@ def test_a_damaged_snapshot_is_skipped(path: Path, caplog: pytest.LogCaptureFixt
     with caplog.at_level(logging.WARNING), EventLog.open(path) as log:
         assert log.latest_snapshot() == Snapshot(2, 1, b"at 2")
     assert "snapshot at seq 4 is damaged" in caplog.text
+
+
+async def test_an_idle_look_at_a_wal_in_place_answers_at_once_and_one_replaced_stops_writes(
+    path: Path,
+) -> None:
+    """``check`` (the idle daemon's look every SPOOL_EVERY): a -wal still in place is said on
+    the caller's thread, the writer not woken (an answer already there); one replaced by
+    another file goes to the writer, which saves what it holds and stops taking writes."""
+    log = EventLog.open(path)
+    try:
+        await log.append([Record("a", 1, b"1")])
+        look = log.check()
+        assert isinstance(look, asyncio.Future)
+        assert look.done()  # not queued for the writer thread
+        assert await look is None
+        wal = Path(f"{path}-wal")
+        other = path.with_name("other")
+        other.write_bytes(wal.read_bytes())
+        os.replace(other, wal)  # the same bytes, another file
+        said = await log.check()
+        assert said is not None
+        assert "-wal file was replaced" in said
+        with pytest.raises(StoreError, match="replaced"):
+            await log.append([Record("b", 1, b"2")])
+    finally:
+        log.close()

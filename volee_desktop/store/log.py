@@ -258,7 +258,19 @@ class EventLog(LogReading):
         commit makes): ``None`` when the log takes writes, else why it stopped.  A -wal found
         deleted or replaced is handled as at a commit: what the open WAL holds is copied into
         the main file and writes stop (docs/faults.md)."""
+        if self._broken is None and self._wal_id is not None and self._wal_in_place():
+            # In place (the idle daemon's every look): said here, the writer thread not woken.
+            done: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
         return self._submit_async(_Request(check=True, shape=lambda _: self._broken))
+
+    def _wal_in_place(self) -> bool:
+        try:
+            st = os.stat(self._wal)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self._wal_id
 
     def _snapshot_request(self, seq: int, version: int, blob: bytes) -> _Request:
         if type(seq) is not int or type(version) is not int or type(blob) is not bytes:
