@@ -262,10 +262,18 @@ class Intake:
         ``.tmp`` left by a hook that was killed mid-write (or a ``.big`` one killed before it
         handed it over) is moved there too once it is old.
         """
-        if not self.spool.is_dir():
+        try:  # one read of the folder (the idle daemon looks every SPOOL_EVERY)
+            with os.scandir(self.spool) as entries:
+                names = [entry.name for entry in entries]
+        except (FileNotFoundError, NotADirectoryError):
             return 0
-        self._clean_stale_tmp()
-        paths = sorted(self.spool.glob("*.json"))
+        except OSError as exc:  # as a glob found nothing in it
+            log.debug("the spool %s cannot be read: %s", self.spool, exc)
+            return 0
+        self._clean_stale_tmp(
+            [n for n in names if n.startswith(".") and n.endswith((".tmp", ".big"))]
+        )
+        paths = sorted(self.spool / n for n in names if n.endswith(".json"))
         if not paths:
             return 0
         # Read once per round, and only when there is something to judge (at rest: nothing).
@@ -298,9 +306,9 @@ class Intake:
             count += 1
         return count
 
-    def _clean_stale_tmp(self) -> None:
+    def _clean_stale_tmp(self, names: list[str]) -> None:
         now = self._clock.now()
-        for path in [*self.spool.glob(".*.tmp"), *self.spool.glob(".*.big")]:
+        for path in (self.spool / name for name in names):
             try:
                 st = path.lstat()
             except OSError:
