@@ -245,20 +245,14 @@ class Answers:
         """Whether the harness took the keys: the request moved on, its dialog left the
         screen, or it printed anything at all after them (``version``: the bytes of output
         seen before the keys).  A harness that drops a key prints nothing."""
-        deadline = self.clock.now() + TAKEN_WAIT
-        while True:
+
+        def past(snapshot: Snapshot) -> bool:
             agent = self.service.current().agents.get(agent_id)
             if agent is None or agent.request is None or agent.request.id != request.id:
                 return True
-            snapshot = await self.screens.snapshot(agent_id)
-            if snapshot is None or not _still_shows(snapshot, request):
-                return True
-            if snapshot.version != version:
-                return True
-            remaining = deadline - self.clock.now()
-            if remaining <= 0:
-                return False
-            await self.clock.wait(self.screens.changed(agent_id), min(remaining, 0.2))
+            return not _still_shows(snapshot, request)
+
+        return await self.screens.moved(agent_id, version, self.clock, TAKEN_WAIT, past)
 
     async def _type(self, agent: Agent, request: Request, keys: Keys, client: HostClient) -> bool:
         """Type ``keys`` until the harness takes them (at most KEY_TRIES times); False if its

@@ -95,7 +95,8 @@ class ScreenMethods:
                     f"agent {agent.name} asks {agent.request.summary}: answer it with allow, "
                     "deny or answer (they record it); nothing typed"
                 )
-            snapshot = await self.screens.snapshot(agent.id)
+            # The person picked it from a read of theirs (fresh): this one is as fresh.
+            snapshot = await self.screens.snapshot(agent.id, fresh=True)
             dialog = find_dialog(snapshot.lines if snapshot is not None else [])
             option = dialog.option(int(number)) if dialog is not None else None
             if option is None:
@@ -110,21 +111,8 @@ class ScreenMethods:
         shown = await self.screens.snapshot(agent.id)
         before = shown.version if shown is not None else 0
         await asyncio.to_thread(type_keys, client, keys)
-        taken = await self._answered_on_screen(agent.id, before)
+        # A key is checked to have been taken, never typed again: a second Esc or Shift+Tab
+        # is not the same key twice.
+        taken = await self.screens.moved(agent.id, before, self.clock, TAKEN_WAIT)
         log.info("typed %s to %s (%s)", key, agent.name, "taken" if taken else "no change")
         return {"agent": agent.id, "name": agent.name, "key": key, "taken": taken}
-
-    async def _answered_on_screen(self, agent_id: str, version: int) -> bool:
-        """Whether the screen moved after a key (``version``: the output seen before it),
-        within TAKEN_WAIT: how an answer is checked to have been taken, without typing the
-        key again (a second Esc or Shift+Tab is not the same key twice)."""
-        deadline = self.clock.now() + TAKEN_WAIT
-        while True:
-            changed = self.screens.changed(agent_id)
-            snapshot = await self.screens.snapshot(agent_id)
-            if snapshot is None or snapshot.version != version:
-                return True
-            remaining = deadline - self.clock.now()
-            if remaining <= 0:
-                return False
-            await self.clock.wait(changed, min(remaining, 0.2))

@@ -24,6 +24,7 @@ import msgspec
 
 from ...atomicfile import write_atomic
 from ...paths import ensure_private_dir
+from ..clock import Clock
 
 log = logging.getLogger(__name__)
 
@@ -433,6 +434,31 @@ class Screens:
         term = self.terms.get(agent_id)
         if term is not None:
             await asyncio.to_thread(term.feed)
+
+    async def moved(
+        self,
+        agent_id: str,
+        version: int,
+        clock: Clock,
+        within: float,
+        past: Callable[[Snapshot], bool] | None = None,
+    ) -> bool:
+        """Whether the agent's screen moved on from ``version`` (the bytes of output seen before
+        a key was typed) within ``within`` seconds: output came, the screen is gone, or
+        ``past`` says a read is past what the key answered.  How a key is checked to have been
+        taken (a harness that drops a key prints nothing)."""
+        deadline = clock.now() + within
+        while True:
+            changed = self.changed(agent_id)
+            snapshot = await self.snapshot(agent_id)
+            if snapshot is None or snapshot.version != version:
+                return True
+            if past is not None and past(snapshot):
+                return True
+            remaining = deadline - clock.now()
+            if remaining <= 0:
+                return False
+            await clock.wait(changed, min(remaining, 0.2))
 
     async def snapshot(self, agent_id: str, fresh: bool = False) -> Snapshot | None:
         """The agent's screen now (live), or the last one it left; None if volee has none.
