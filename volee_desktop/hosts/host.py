@@ -16,6 +16,7 @@ Life of a host:
    then tells the launcher on ``--ready-fd`` (one JSON line) and closes that fd.
 4. It serves a Unix socket (0600, peer uid checked) with the ``wire`` framing: ``attach``
    (output streamed to every attached client, each first replayed the recent output),
+   ``watch`` (the daemon: the exit, and the output at most every ``every_ms``), ``flush``,
    ``send``, ``resize``, ``screen``, ``signal``, ``stop``, ``status`` and ``close``.
 5. When the program ends it records the exit, tells attached clients, lingers ``--linger``
    seconds (default 2) so clients can still read the screen, then exits.  ``close`` ends
