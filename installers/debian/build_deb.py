@@ -318,6 +318,12 @@ def prune(venv: Path) -> int:
         else:
             freed += unread.stat().st_size
             unread.unlink()
+    # wcwidth's grapheme tables for named terminals (wcwidth >= 0.9): loaded only when a width
+    # is asked for a given terminal; pyte asks wcwidth() of one character, never with one.
+    # Their sources stay (imported, they still work); their bytecode goes (2.1 MiB).
+    for cached in site.glob("wcwidth/table_grapheme_overrides/__pycache__/_known_*.pyc"):
+        freed += cached.stat().st_size
+        cached.unlink()
     # The tests some dependencies ship inside themselves (jeepney's).
     for tests in [*site.glob("*/tests"), *site.glob("*/*/tests")]:
         if tests.is_dir() and (tests / "__init__.py").exists():
