@@ -258,19 +258,24 @@ class EventLog(LogReading):
         commit makes): ``None`` when the log takes writes, else why it stopped.  A -wal found
         deleted or replaced is handled as at a commit: what the open WAL holds is copied into
         the main file and writes stop (docs/faults.md)."""
-        if self._broken is None and self._wal_id is not None and self._wal_in_place():
+        try:
+            in_place = self._wal_id is not None and self._wal_file() == self._wal_id
+        except OSError:
+            in_place = False
+        if self._broken is None and in_place:
             # In place (the idle daemon's every look): said here, the writer thread not woken.
             done: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
             done.set_result(None)
             return done
         return self._submit_async(_Request(check=True, shape=lambda _: self._broken))
 
-    def _wal_in_place(self) -> bool:
+    def _wal_file(self) -> tuple[int, int] | None:
+        """The -wal's (device, inode) now; None when it is gone."""
         try:
             st = os.stat(self._wal)
-        except OSError:
-            return False
-        return (st.st_dev, st.st_ino) == self._wal_id
+        except FileNotFoundError:
+            return None
+        return (st.st_dev, st.st_ino)
 
     def _snapshot_request(self, seq: int, version: int, blob: bytes) -> _Request:
         if type(seq) is not int or type(version) is not int or type(blob) is not bytes:
@@ -460,11 +465,7 @@ class EventLog(LogReading):
         gone.  The commits made so far are copied into the main file (a checkpoint reads the
         open WAL), and the log stops taking writes.
         """
-        try:
-            st = os.stat(self._wal)
-            now: tuple[int, int] | None = (st.st_dev, st.st_ino)
-        except FileNotFoundError:
-            now = None
+        now = self._wal_file()
         if now is not None and (self._wal_id is None or now == self._wal_id):
             self._wal_id = now
             return None
