@@ -221,7 +221,7 @@ class Answers:
         deadline = self.clock.now() + DIALOG_WAIT
         while True:
             changed = self.screens.changed(agent.id)
-            snapshot = await self.screens.snapshot(agent.id)
+            snapshot = await self.screens.snapshot(agent.id, fresh=True)
             result = dialog_for(snapshot.lines if snapshot else [], request)
             if isinstance(result, Dialog):
                 # Asked once: the same keys are typed again if the dialog does not take them.
@@ -258,14 +258,16 @@ class Answers:
         """Type ``keys`` until the harness takes them (at most KEY_TRIES times); False if its
         dialog is still on screen after the last."""
         for attempt in range(1, KEY_TRIES + 1):
-            shown = await self.screens.snapshot(agent.id)
+            # Fresh (as every read here): output its host still holds back (host_io's
+            # WATCH_EVERY_MS) must not count as the harness taking the keys.
+            shown = await self.screens.snapshot(agent.id, fresh=True)
             version = shown.version if shown is not None else 0
             await asyncio.to_thread(type_keys, client, keys.keys)
             if await self._taken(agent.id, request, version):
                 return True
             # The very dialog is still there: the key came before the harness listened (it
             # draws its dialog a moment before it reads keys). Check the screen; type again.
-            snapshot = await self.screens.snapshot(agent.id)
+            snapshot = await self.screens.snapshot(agent.id, fresh=True)
             if snapshot is None or not _still_shows(snapshot, request):
                 return True  # it moved on meanwhile
             log.info("%s did not take the answer (try %d); typing it again", agent.name, attempt)
@@ -318,7 +320,7 @@ class Answers:
         """After a refusal the agent waits: tell it the reason (or that it may carry on)."""
         deadline = self.clock.now() + CLOSE_WAIT
         while self.clock.now() < deadline:
-            snapshot = await self.screens.snapshot(agent.id)
+            snapshot = await self.screens.snapshot(agent.id, fresh=True)
             if snapshot is None or not _still_shows(snapshot, request):
                 break
             await self.clock.wait(self.screens.changed(agent.id), 0.2)

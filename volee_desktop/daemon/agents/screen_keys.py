@@ -108,7 +108,8 @@ class ScreenMethods:
         client = await self.agents.running_host(agent.id)
         if client is None:
             raise Refused(f"agent {agent.name} has no running program in a volee host")
-        shown = await self.screens.snapshot(agent.id)
+        # Fresh: output its host still holds must not count as the key's effect.
+        shown = await self.screens.snapshot(agent.id, fresh=True)
         before = shown.version if shown is not None else 0
         await asyncio.to_thread(type_keys, client, keys)
         # A key is checked to have been taken, never typed again: a second Esc or Shift+Tab

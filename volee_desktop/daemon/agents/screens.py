@@ -450,7 +450,8 @@ class Screens:
         deadline = clock.now() + within
         while True:
             changed = self.changed(agent_id)
-            snapshot = await self.snapshot(agent_id)
+            # Fresh: what the harness printed after the key may be held by its host.
+            snapshot = await self.snapshot(agent_id, fresh=True)
             if snapshot is None or snapshot.version != version:
                 return True
             if past is not None and past(snapshot):

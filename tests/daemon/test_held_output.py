@@ -1,0 +1,55 @@
+"""The daemon's own reads where a key is typed: its host holds output back a moment
+(``host_io.WATCH_EVERY_MS``; 10 s in these tests, longer than any of their waits), so every
+read that decides what a key did has the held output sent first (``Screens.snapshot(fresh=
+True)``): the dialog an answer looks for, and the screen a key is checked against."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.polling import until
+from volee_desktop.core.states import AgentState
+from volee_desktop.daemon.agents import host_io
+
+from .test_agents import Rig, rig, root
+
+__all__ = ["rig", "root"]
+
+
+async def test_output_held_before_a_key_is_not_taken_for_its_effect(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program that ignores Esc and echoes nothing: the line it printed before the key,
+    held by its host, comes after the key; the key is still said not taken."""
+    monkeypatch.setattr(host_io, "WATCH_EVERY_MS", 10_000)
+    marker = rig.project / "second.done"
+    script = f"stty -echo; echo first; sleep 0.2; echo second; touch {marker}; sleep 60"
+    view = await rig.spawn(None, harness="generic", argv=["/bin/sh", "-c", script], name="deaf")
+    await until(marker.exists, what="the second line printed")
+    await asyncio.sleep(0.3)  # the host has read it, and holds it
+    assert "second" not in rig.d.agents.screens.last_text(view["id"])
+
+    result = await rig.call("agents.keys", agent=view["id"], key="esc")
+
+    assert result["taken"] is False
+    assert "second" in rig.d.agents.screens.last_text(view["id"])
+
+
+async def test_an_answer_finds_the_dialog_its_host_still_holds(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dialog is drawn within the hold after the agent's first output: the answer's
+    own read has it sent, finds it, types the keys and sees them taken."""
+    monkeypatch.setattr(host_io, "WATCH_EVERY_MS", 10_000)
+    view = await rig.spawn("ASK: echo yes > asked.txt")
+    await rig.wait_state(view["id"], AgentState.NEEDS_INPUT, "permission for Bash")
+    await asyncio.sleep(0.3)  # drawn, and held
+    assert "Do you want to proceed?" not in rig.d.agents.screens.last_text(view["id"])
+
+    result = await rig.call("agents.allow", agent=view["id"])
+
+    assert result["answer"] == "allow"
+    await rig.wait_state(view["id"], AgentState.DONE)
+    assert (rig.project / "asked.txt").read_text() == "yes\n"
