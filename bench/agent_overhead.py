@@ -12,7 +12,9 @@ with the same HOME and project, each in a PTY of volee's size (40 x 120):
   status-line wrapper, its ``--mcp-config``), the same environment, a session of its own, in
   this bench's PTY; its hooks go to a socket nobody serves (the shim spools them), so the
   daemon is not asked;
-- ``volee``: ``volee spawn`` (a real daemon, its host holding the PTY);
+- ``volee``: ``volee spawn`` (a real daemon, its host holding the PTY); with ``--volees N``,
+  N of them under one daemon, ``volee0``..., the daemon's CPU divided among them (as a
+  person's agents share it) and their mean printed;
 - with ``--split``, three more copies of ``argv``, each without one of volee's additions:
   ``-status`` (no status line), ``-hooks`` (no hooks), ``-mcp`` (no ``--mcp-config``).
 
@@ -154,24 +156,28 @@ def split(pid: int, exclude: list[int] | None = None) -> tuple[float, float]:
 
 
 class Volee:
-    """The same program as a volee agent: its tree, its host, and the daemon."""
+    """The same program as a volee agent: its tree, its host, and its share of the daemon
+    (``share`` agents serve under it: the daemon's CPU is divided among them, as a person's
+    agents share theirs)."""
 
-    def __init__(self, rig: Rig, agent_id: str) -> None:
+    def __init__(self, rig: Rig, agent_id: str, share: int = 1) -> None:
         self.rig = rig
         self.id = agent_id
-        record = next(iter(host_records(rig.dirs.hosts)))
-        self.host, self.program = record["host"], record["program"]
+        self.share = share
+        record = json.loads((rig.dirs.hosts / f"{agent_id}.json").read_text())
+        self.host, self.program = int(record["host_pid"]), int(record["program_pid"])
 
     def cpu(self) -> dict[str, float]:
         assert self.rig.daemon is not None
-        # The host may be the daemon's child: its tree is counted apart.
-        own, reaped = split(self.rig.daemon.pid, exclude=[self.host])
+        # The hosts may be the daemon's children: their trees are counted apart.
+        hosts = [r["host"] for r in host_records(self.rig.dirs.hosts)]
+        own, reaped = split(self.rig.daemon.pid, exclude=hosts)
         discovery = ((self.rig.status() or {}).get("extra") or {}).get("discovery") or {}
         return {
             "agent": sum(own_and_reaped(p) for p in tree(self.program)),
             "host": sum(own_and_reaped(p) for p in tree(self.host, exclude=[self.program])),
-            "daemon": own,
-            "reaped": reaped,
+            "daemon": own / self.share,
+            "reaped": reaped / self.share,
             "listings": float(discovery.get("listings", 0)),
         }
 
@@ -243,18 +249,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 *("spawn", "--harness", "generic", "--cwd", project, "--name", "g0", "--json"),
                 *("--", *GENERIC),
             )
-        else:
+        ids = [json.loads(out)["id"]] if args.generic else []
+        for n in range(0 if args.generic else args.volees):
             out = cli(
                 rig.env,
-                *("spawn", "--cwd", project, "--name", "c0", "--json"),
+                *("spawn", "--cwd", project, "--name", f"c{n}", "--json"),
                 *("--permission-mode", "default", "--", "say hello"),
             )
-        agent_id = json.loads(out)["id"]
-        wait_for("the agent's host", lambda: bool(host_records(rig.dirs.hosts)), 60)
-        volee = Volee(rig, agent_id)
+            ids.append(json.loads(out)["id"])
+        wait_for("the agents' hosts", lambda: len(host_records(rig.dirs.hosts)) >= len(ids), 60)
+        volees = {
+            "volee" if len(ids) == 1 else f"volee{n}": Volee(rig, agent_id, share=len(ids))
+            for n, agent_id in enumerate(ids)
+        }
+        volee = next(iter(volees.values()))
         if args.generic:
             plain = Plain(list(GENERIC), dict(rig.env), rig.sandbox.project)
-            parts: dict[str, Any] = {"plain": plain, "volee": volee}
+            parts: dict[str, Any] = {"plain": plain, **volees}
         else:
             assert claude is not None
             plain_argv = [str(claude), "--session-id", str(uuid.uuid4())]
@@ -282,7 +293,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     changed = list(changed)
                     changed[changed.index("--session-id") + 1] = str(uuid.uuid4())
                     parts[name] = Plain(changed, dict(env), rig.sandbox.project)
-            parts["volee"] = volee
+            parts.update(volees)
         for p in parts.values():
             if isinstance(p, Plain):
                 p.start()
@@ -332,16 +343,26 @@ def report(results: dict[str, Any]) -> None:
         cells = []
         if len(plains) > 1:
             cells.append(f"plain mean {base:.2f} s ({min(plains):.2f}-{max(plains):.2f})")
+        volees = []
         for name, r in by.items():
             total = sum(v for k, v in r.items() if k not in ("wall", "listings"))
             ratio = f"{total / base:.2f}x" if base > 0 else "n/a"
             extra = ""
-            if name == "volee":
+            if name.startswith("volee"):
+                volees.append(total)
+                share = "" if "volee" in by else "/N"
                 extra = (
-                    f" (agent {r['agent']:.2f} + host {r['host']:.2f} + daemon {r['daemon']:.2f}"
-                    f" + its reaped children {r['reaped']:.2f}: {r['listings']:.0f} listings)"
+                    f" (agent {r['agent']:.2f} + host {r['host']:.2f} + daemon{share} "
+                    f"{r['daemon']:.2f} + its reaped children{share} {r['reaped']:.2f}: "
+                    f"{r['listings']:.0f} listings)"
                 )
             cells.append(f"{name} {total:.2f} s = {ratio}{extra}")
+        if len(volees) > 1 and base > 0:
+            mean = sum(volees) / len(volees)
+            cells.append(
+                f"volee mean {mean:.2f} s = {mean / base:.2f}x"
+                f" ({min(volees) / base:.2f}-{max(volees) / base:.2f}x)"
+            )
         print(f"  {phase:10s} {by['plain']['wall']:5.1f} s: " + "; ".join(cells))
     print("  target: <= 1.1x the plain copies' mean in every phase")
     print("split since start (own / reaped children CPU s of the agent's program tree):")
@@ -358,6 +379,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generic", action="store_true", help="a shell loop, no Claude Code")
     parser.add_argument(
         "--plains", type=int, default=2, help="plain copies; their mean is the baseline"
+    )
+    parser.add_argument(
+        "--volees",
+        type=int,
+        default=1,
+        help="volee agents under one daemon (its CPU divided among them, as a person's is)",
     )
     parser.add_argument(
         "--split",
