@@ -11,9 +11,9 @@ import pytest
 
 from tests.polling import until
 from volee_desktop.core.states import AgentState
-from volee_desktop.daemon.agents import host_io
+from volee_desktop.daemon.agents import answers, host_io
 
-from .test_agents import Rig, rig, root
+from .test_agents import Rig, asking, rig, root
 
 __all__ = ["rig", "root"]
 
@@ -52,4 +52,22 @@ async def test_an_answer_finds_the_dialog_its_host_still_holds(
 
     assert result["answer"] == "allow"
     await rig.wait_state(view["id"], AgentState.DONE)
+    assert (rig.project / "asked.txt").read_text() == "yes\n"
+
+
+async def test_an_asking_agent_s_output_is_held_longer_once_its_dialog_was_seen(
+    rig: Rig,
+) -> None:
+    """Its host holds the output back DIALOG_EVERY_MS while the dialog is seen on screen,
+    and WATCH_EVERY_MS again once the request was answered (issue 27: the bullet's blink)."""
+    view = await asking(rig)
+    screens = rig.d.agents.screens
+    await rig.wait(
+        view["id"], lambda _a: screens.holding.get(view["id"]) == answers.DIALOG_EVERY_MS, "held"
+    )
+
+    await rig.call("agents.allow", agent=view["id"])
+
+    await rig.wait_state(view["id"], AgentState.DONE)
+    assert view["id"] not in screens.holding
     assert (rig.project / "asked.txt").read_text() == "yes\n"

@@ -102,3 +102,25 @@ async def test_a_flush_ends_on_an_older_hosts_refusal_on_the_connections_end_or_
     await asyncio.wait_for(lost, 1)
     assert not protocol.flushes
     await asyncio.wait_for(protocol.flush(5.0), 1)  # closed: nothing asked, at once
+
+
+async def test_a_hold_asks_the_watch_again_and_its_reply_starts_no_new_screen() -> None:
+    seen: list[Any] = []
+    protocol, _transport = watch(seen)
+    protocol.hold(2000)  # before the watch's reply: nothing asked
+    assert all(w[0] != "wrote" or b"2000" not in w[1] for w in seen if isinstance(w, tuple))
+    protocol.data_received(wire.json_frame({"ok": True, "rows": 40, "cols": 120}))
+
+    protocol.hold(2000)
+    assert seen[-1] == ("wrote", wire.json_frame({"op": "watch", "every_ms": 2000}))
+    flushed = asyncio.ensure_future(protocol.flush(5.0))
+    await asyncio.sleep(0)
+    protocol.data_received(wire.json_frame({"ok": True, "rows": 40, "cols": 120}))
+    await asyncio.sleep(0)
+    assert not flushed.done()  # that was the hold's reply
+    assert [s for s in seen if s[0] == "started"] == [("started", 40, 120)]
+    protocol.data_received(wire.json_frame({"ok": True}))
+    await asyncio.wait_for(flushed, 1)
+
+    protocol.hold(None)
+    assert seen[-1] == ("wrote", wire.json_frame({"op": "watch", "every_ms": WATCH_EVERY_MS}))

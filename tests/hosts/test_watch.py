@@ -241,3 +241,43 @@ def test_a_flush_sends_the_held_output_before_its_reply(host_kind: str) -> None:
     assert after[-1][0] == wire.JSON
     assert json.loads(after[-1][1]) == {"ok": True}
     assert b"second" in b"".join(p for k, p in after if k == wire.OUTPUT)
+
+
+def test_a_second_watch_changes_the_hold_without_replaying_the_output(host_kind: str) -> None:
+    """The daemon holds an asking agent's output longer (answers.DIALOG_EVERY_MS): a
+    ``watch`` again on the same connection with only ``every_ms`` sends what is held, then its
+    reply, replays nothing, and holds what comes next as long as it now says."""
+    root = Path(tempfile.mkdtemp(prefix="vw", dir="/tmp"))
+    script = "echo first; sleep 0.2; echo second; read more; echo third; sleep 30"
+    path = _ticker(root, "rewatch", script)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(path)
+    sock.sendall(wire.json_frame({"op": "watch", "output": True, "every_ms": 10_000}))
+    client = HostClient(path)
+    client.send_text("go")
+    reader = wire.FrameReader()
+
+    def until_json() -> list[tuple[bytes, bytes]]:
+        got: list[tuple[bytes, bytes]] = []
+        while not any(k == wire.JSON for k, _ in got):
+            got += reader.feed(sock.recv(65536))
+        return got
+
+    got = until_json()  # the first watch's reply
+    time.sleep(1.0)  # the echoed "go" sent at once, what follows held for 10 s
+    sock.sendall(wire.json_frame({"op": "watch", "every_ms": 0}))
+    again = until_json()
+    assert again[-1][0] == wire.JSON
+    assert json.loads(again[-1][1]) == {"ok": True, "rows": 40, "cols": 120}
+    assert b"second" in b"".join(p for k, p in again if k == wire.OUTPUT)  # sent before it
+    output = b"".join(p for k, p in got + again if k == wire.OUTPUT)
+    assert output.count(b"first") == 1  # nothing replayed
+    began = time.monotonic()
+    client.send_text("more")
+    third = b""
+    while b"third" not in third:
+        third += b"".join(p for k, p in reader.feed(sock.recv(65536)) if k == wire.OUTPUT)
+    assert time.monotonic() - began < 5  # not held for the first watch's 10 s
+    sock.close()
+    client.stop()

@@ -57,6 +57,11 @@ SETTLE = 1.0
 #: Reads of an asking agent's screen once its dialog was seen, at most one this often:
 #: Claude Code blinks a bullet twice a second while it asks (a read is ~1.4 ms, issue 27).
 LOOK_EVERY = 2.0
+#: How long an agent's host holds its output back while the dialog of its open request is on
+#: screen and seen (``host_io.WATCH_EVERY_MS`` otherwise).  Asking, Claude Code blinks its
+#: bullet every 600 ms; held 500 ms each blink woke the daemon (0.068 s of its CPU a minute),
+#: held 2 s, 0.041 s (docs/performance.md).  Every read that decides what a key did is fresh.
+DIALOG_EVERY_MS = 2000
 #: An asking agent's output up to this size is fed to its screen at once, on the loop (pyte:
 #: about 20 us for a blink of 44 bytes): one that changed only rows above its dialog needs no
 #: read of the screen (``Answers._above_dialog``).
@@ -352,12 +357,13 @@ class Answers:
             return
         if isinstance(event, ev.RequestAnswered):
             self.screens.probe(event.agent, None)
-            self._dialog_top.pop(event.agent, None)
+            self._kept_top(event.agent, None)
             return
         if not isinstance(event, ev.StateChanged):
             return
         self._watch_for_dialog(event.agent)
         if event.request is None:
+            self._kept_top(event.agent, None)
             return
         # A request told after its dialog was drawn (a hook late or spooled under load) would
         # never be seen on screen, so its dialog's going would count for nothing (ci-3): look
@@ -394,7 +400,7 @@ class Answers:
         if kept is None:
             return False
         if request is None or request.id != kept[0]:
-            self._dialog_top.pop(agent_id, None)
+            self._kept_top(agent_id, None)
             return False
         try:
             rows = self.screens.feed_now(agent_id, FEED_NOW)
@@ -402,6 +408,18 @@ class Answers:
             log.exception("feeding %s's output at once failed", agent_id)
             return False
         return rows is not None and all(row < kept[1] for row in rows)
+
+    def _kept_top(self, agent_id: str, kept: tuple[str, int] | None) -> None:
+        """Keep where the open request's dialog starts on screen (None: none is kept), and
+        have its host hold the output back ``DIALOG_EVERY_MS`` while one is: what comes then
+        is mostly the bullet's blink (issue 27), and the dialog was seen already, so its going
+        is seen in the next frame all the same."""
+        if kept is None:
+            self._dialog_top.pop(agent_id, None)
+            self.screens.hold(agent_id, None)
+        else:
+            self._dialog_top[agent_id] = kept
+            self.screens.hold(agent_id, DIALOG_EVERY_MS)
 
     def _wait_before_look(self, agent_id: str) -> float:
         """No wait until the request's dialog was seen (an answer waits for it), then
@@ -444,9 +462,9 @@ class Answers:
         dialog = dialog_for(snapshot.lines, request)
         if isinstance(dialog, Dialog):
             self._seen_at(agent_id, request.id)
-            self._dialog_top[agent_id] = (request.id, dialog.top)
+            self._kept_top(agent_id, (request.id, dialog.top))
             return None
-        self._dialog_top.pop(agent_id, None)
+        self._kept_top(agent_id, None)
         if self._was_seen(agent_id, request.id):
             return request
         self._watch_for_dialog(agent_id)  # again: a new watch connection, a new terminal

@@ -30,9 +30,9 @@ log = logging.getLogger(__name__)
 #: busy, 0.019 s held).  Every read that decides something has the held output sent first
 #: (``Screens.snapshot(fresh=True)``: a person's, and where a key is typed); the rest (the
 #: limits watcher, the look for a dialog answered in the agent's own terminal) takes what came.
-#: Longer holds were measured (asking, 60 s: 0.068 s of the daemon's CPU at 500, 0.056 at
-#: 1000, 0.041 at 2000) and not taken: a dialog drawn and answered in the agent's terminal
-#: within one held frame is never seen by the daemon's look.
+#: Not longer: a dialog drawn and answered in the agent's own terminal within one held frame
+#: would never be seen by that look.  Once it was seen, the hold is longer
+#: (answers.DIALOG_EVERY_MS, ``WatchProtocol.hold``).
 WATCH_EVERY_MS = 500
 
 
@@ -157,7 +157,7 @@ class WatchProtocol(asyncio.Protocol):
             if not self.replied:
                 self.replied = True
                 self.started(msg.get("rows"), msg.get("cols"))
-            elif "ok" in msg:  # a flush's reply (an older host's refusal of it too)
+            elif "ok" in msg:  # a flush's or a hold's reply (an older host's refusal too)
                 if self.flushes:
                     _resolve(self.flushes.popleft())
             elif msg.get("event") == "resize":
@@ -181,6 +181,18 @@ class WatchProtocol(asyncio.Protocol):
             await asyncio.wait_for(asyncio.shield(heard), timeout)
         except TimeoutError:
             log.info("a host did not answer a flush in %.1f s", timeout)
+
+    def hold(self, every_ms: int | None) -> None:
+        """Have the host hold output back ``every_ms`` from now on (None: WATCH_EVERY_MS): a
+        ``watch`` again on this connection, which sends what it holds, then its reply, and
+        replays nothing (an older host replies the same and holds nothing)."""
+        done = self.done.done() or not self.replied
+        if done or self.transport is None or self.transport.is_closing():
+            return
+        # Its reply is one "ok", in order with the flushes' (data_received).
+        self.flushes.append(asyncio.get_running_loop().create_future())
+        every = WATCH_EVERY_MS if every_ms is None else every_ms
+        self.transport.write(wire.json_frame({"op": "watch", "every_ms": every}))
 
     def _close(self) -> None:
         if self.transport is not None:

@@ -330,12 +330,15 @@ class AgentHosts:
             transport = None
         if transport is not None:
             screens.flushers[agent_id] = watch.flush
+            screens.holders[agent_id] = watch.hold
             try:
                 await watch.done
             finally:
                 transport.close()
                 if screens.flushers.get(agent_id) == watch.flush:
                     del screens.flushers[agent_id]
+                if screens.holders.get(agent_id) == watch.hold:
+                    del screens.holders[agent_id]
             if watch.ended:
                 await self.screens.ended(agent_id)
         # Connection closed: the program ended, or the host went away (read the record).

@@ -320,6 +320,22 @@ class Screens:
         #: Each watched agent's flush (agents/hosts.py): its host holds output back a moment
         #: (host_io.WATCH_EVERY_MS), and a read for a person first has it sent.
         self.flushers: dict[str, Callable[[float], Awaitable[None]]] = {}
+        #: Each watched agent's hold (agents/hosts.py): how long its host holds output back
+        #: from now on (None: the watch's own), and what each was last told (absent: None).
+        self.holders: dict[str, Callable[[int | None], None]] = {}
+        self.holding: dict[str, int] = {}
+
+    def hold(self, agent_id: str, every_ms: int | None) -> None:
+        """Have a watched agent's host hold its output back ``every_ms`` from now on (None:
+        as its watch asked, host_io.WATCH_EVERY_MS); told once per change."""
+        holder = self.holders.get(agent_id)
+        if holder is None or self.holding.get(agent_id) == every_ms:
+            return
+        if every_ms is None:
+            del self.holding[agent_id]
+        else:
+            self.holding[agent_id] = every_ms
+        holder(every_ms)
 
     def path_of(self, agent_id: str) -> Path:
         return self.folder / f"{agent_id}.json"
@@ -334,6 +350,7 @@ class Screens:
             for fn in watchers:
                 fn(agent_id, lines)
 
+        self.holding.pop(agent_id, None)  # a new watch holds as it asked
         old = self.terms.get(agent_id)
         self.terms[agent_id] = Term(
             rows or DEFAULT_ROWS, cols or DEFAULT_COLS, rows_of if watchers else None
@@ -385,6 +402,7 @@ class Screens:
 
     async def ended(self, agent_id: str) -> Snapshot | None:
         """The program ended: keep its last screen (in memory and on disk)."""
+        self.holding.pop(agent_id, None)
         term = self.terms.pop(agent_id, None)
         if term is None:
             return None
