@@ -60,7 +60,8 @@ LOOK_EVERY = 2.0
 #: How long an agent's host holds its output back while the dialog of its open request is on
 #: screen and seen (``host_io.WATCH_EVERY_MS`` otherwise).  Asking, Claude Code blinks its
 #: bullet every 600 ms; held 500 ms each blink woke the daemon (0.068 s of its CPU a minute),
-#: held 2 s, 0.041 s (docs/performance.md).  Every read that decides what a key did is fresh.
+#: held 2 s once the dialog was seen, 0.032-0.034 s (docs/performance.md).  Every read that
+#: decides what a key did is fresh.  After a new watch connection the hold is its own again.
 DIALOG_EVERY_MS = 2000
 #: An asking agent's output up to this size is fed to its screen at once, on the loop (pyte:
 #: about 20 us for a blink of 44 bytes): one that changed only rows above its dialog needs no
