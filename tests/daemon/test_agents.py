@@ -635,17 +635,26 @@ async def test_a_program_that_fails_at_once_leaves_what_it_printed(rig: Rig) -> 
     assert shown["lines"] == ["Not logged in · Please run /login"]
 
 
+async def spawn_with_a_held_line(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch, name: str, before: str = ""
+) -> dict[str, Any]:
+    """A generic agent (its shell running ``before`` first) that printed "first", then
+    "second" 0.2 s later, which its host holds: WATCH_EVERY_MS is 10 s, longer than a test."""
+    monkeypatch.setattr(host_io, "WATCH_EVERY_MS", 10_000)
+    marker = rig.project / f"{name}.done"
+    script = f"{before}echo first; sleep 0.2; echo second; touch {marker}; sleep 60"
+    view = await rig.spawn(None, harness="generic", argv=["/bin/sh", "-c", script], name=name)
+    await until(marker.exists, what="the second line printed")
+    await asyncio.sleep(0.3)  # the host has read it, and holds it
+    return view
+
+
 async def test_a_read_for_a_person_has_the_output_its_host_holds_back(
     rig: Rig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The host holds the output it sends the daemon back a moment (host_io.WATCH_EVERY_MS;
-    10 s here, longer than the test): ``agents.output`` has it sent first, and shows it."""
-    monkeypatch.setattr(host_io, "WATCH_EVERY_MS", 10_000)
-    marker = rig.project / "second.done"
-    script = f"echo first; sleep 0.2; echo second; touch {marker}; sleep 60"
-    view = await rig.spawn(None, harness="generic", argv=["/bin/sh", "-c", script], name="held")
-    await until(marker.exists, what="the second line printed")
-    await asyncio.sleep(0.3)  # the host has read it, and holds it
+    """The host holds the output it sends the daemon back a moment (host_io.WATCH_EVERY_MS):
+    ``agents.output`` has it sent first, and shows it."""
+    view = await spawn_with_a_held_line(rig, monkeypatch, "held")
 
     assert "second" not in rig.d.agents.screens.last_text(view["id"])  # a read of its own
     shown = await rig.call("agents.output", agent=view["id"])

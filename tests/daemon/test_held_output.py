@@ -9,11 +9,10 @@ import asyncio
 
 import pytest
 
-from tests.polling import until
 from volee_desktop.core.states import AgentState
 from volee_desktop.daemon.agents import answers, host_io
 
-from .test_agents import Rig, asking, rig, root
+from .test_agents import Rig, asking, rig, root, spawn_with_a_held_line
 
 __all__ = ["rig", "root"]
 
@@ -23,12 +22,7 @@ async def test_output_held_before_a_key_is_not_taken_for_its_effect(
 ) -> None:
     """A program that ignores Esc and echoes nothing: the line it printed before the key,
     held by its host, comes after the key; the key is still said not taken."""
-    monkeypatch.setattr(host_io, "WATCH_EVERY_MS", 10_000)
-    marker = rig.project / "second.done"
-    script = f"stty -echo; echo first; sleep 0.2; echo second; touch {marker}; sleep 60"
-    view = await rig.spawn(None, harness="generic", argv=["/bin/sh", "-c", script], name="deaf")
-    await until(marker.exists, what="the second line printed")
-    await asyncio.sleep(0.3)  # the host has read it, and holds it
+    view = await spawn_with_a_held_line(rig, monkeypatch, "deaf", before="stty -echo; ")
     assert "second" not in rig.d.agents.screens.last_text(view["id"])
 
     result = await rig.call("agents.keys", agent=view["id"], key="esc")

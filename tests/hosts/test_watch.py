@@ -211,15 +211,21 @@ def test_a_watch_with_a_bad_every_ms_is_refused_and_the_connection_kept(
     assert "agent" in replies[1]
 
 
-def test_a_flush_sends_the_held_output_before_its_reply(host_kind: str) -> None:
+def _held_watch(name: str, script: str) -> tuple[socket.socket, HostClient]:
+    """A ticker running ``script`` once told to go, watched with its output held 10 s."""
     root = Path(tempfile.mkdtemp(prefix="vw", dir="/tmp"))
-    path = _ticker(root, "flush", "echo first; sleep 0.2; echo second; sleep 30")
+    path = _ticker(root, name, script)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(10)
     sock.connect(path)
     sock.sendall(wire.json_frame({"op": "watch", "output": True, "every_ms": 10_000}))
     client = HostClient(path)
     client.send_text("go")
+    return sock, client
+
+
+def test_a_flush_sends_the_held_output_before_its_reply(host_kind: str) -> None:
+    sock, client = _held_watch("flush", "echo first; sleep 0.2; echo second; sleep 30")
     reader = wire.FrameReader()
     got: list[tuple[bytes, bytes]] = []
     sock.settimeout(1.0)
@@ -247,15 +253,8 @@ def test_a_second_watch_changes_the_hold_without_replaying_the_output(host_kind:
     """The daemon holds an asking agent's output longer (answers.DIALOG_EVERY_MS): a
     ``watch`` again on the same connection with only ``every_ms`` sends what is held, then its
     reply, replays nothing, and holds what comes next as long as it now says."""
-    root = Path(tempfile.mkdtemp(prefix="vw", dir="/tmp"))
     script = "echo first; sleep 0.2; echo second; read more; echo third; sleep 30"
-    path = _ticker(root, "rewatch", script)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(10)
-    sock.connect(path)
-    sock.sendall(wire.json_frame({"op": "watch", "output": True, "every_ms": 10_000}))
-    client = HostClient(path)
-    client.send_text("go")
+    sock, client = _held_watch("rewatch", script)
     reader = wire.FrameReader()
 
     def until_json() -> list[tuple[bytes, bytes]]:
