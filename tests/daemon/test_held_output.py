@@ -65,3 +65,35 @@ async def test_an_asking_agent_s_output_is_held_longer_once_its_dialog_was_seen(
     await rig.wait_state(view["id"], AgentState.DONE)
     assert view["id"] not in screens.holding
     assert (rig.project / "asked.txt").read_text() == "yes\n"
+
+
+async def test_a_new_watch_connection_is_told_the_longer_hold_again(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new watch connection holds as it asked (WATCH_EVERY_MS): what the old one was told
+    is forgotten, so the dialog seen again in its replay has the new one told too."""
+    told: list[tuple[int, int | None]] = []
+    real_hold = host_io.WatchProtocol.hold
+
+    def hold(self: host_io.WatchProtocol, every_ms: int | None) -> None:
+        told.append((id(self), every_ms))
+        real_hold(self, every_ms)
+
+    monkeypatch.setattr(host_io.WatchProtocol, "hold", hold)
+    view = await asking(rig)
+    screens = rig.d.agents.screens
+    await rig.wait(view["id"], lambda _a: bool(told), "the longer hold told")
+    first = screens.holders[view["id"]]
+
+    rig.d.agents.watch(view["id"], rig.record(view["id"]))
+
+    await rig.wait(
+        view["id"],
+        lambda _a: (
+            screens.holders.get(view["id"], first) != first
+            and screens.holding.get(view["id"]) == answers.DIALOG_EVERY_MS
+        ),
+        "the new watch held longer",
+    )
+    assert len({watch for watch, _ in told}) == 2
+    assert [every for _, every in told] == [answers.DIALOG_EVERY_MS] * 2
