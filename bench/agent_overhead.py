@@ -42,10 +42,12 @@ from __future__ import annotations
 import argparse
 import fcntl
 import json
+import math
 import os
 import select
 import shutil
 import signal
+import statistics
 import struct
 import subprocess
 import sys
@@ -70,6 +72,37 @@ from tests.fakes.harness_env import claude_env, find_harness  # noqa: E402
 ROWS, COLS = 40, 120  # volee's host's PTY (hosts/main.py)
 GENERIC = ["sh", "-c", "while :; do date > /dev/null; sleep 0.5; done"]
 PHASES = ("after turn", "idle", "busy", "permission")
+
+
+#: Student's t, two-sided 95 %, by degrees of freedom (Welch's, rounded down; 30 and more: 2.0).
+T95 = (12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 2.16, 2.14, 2.13)
+
+
+def ratio_interval(volees: list[float], plains: list[float]) -> tuple[float, float, float]:
+    """The ratio of the two means and its 95 % interval (the delta method, Welch's degrees
+    of freedom): what copy-to-copy spread leaves of a difference, with this many copies."""
+    mv, mp = statistics.mean(volees), statistics.mean(plains)
+    rv = statistics.variance(volees) / len(volees) / mv**2
+    rp = statistics.variance(plains) / len(plains) / mp**2
+    ratio = mv / mp
+    if rv + rp == 0:
+        return ratio, ratio, ratio
+    df = (rv + rp) ** 2 / (rv**2 / (len(volees) - 1) + rp**2 / (len(plains) - 1))
+    t = T95[int(df) - 1] if int(df) <= len(T95) else 2.0
+    half = t * ratio * math.sqrt(rv + rp)
+    return ratio, ratio - half, ratio + half
+
+
+def anon_mib(pid: int, exclude: list[int] | None = None) -> float:
+    """The anonymous memory (RssAnon: the heap, no shared pages) of ``pid``'s tree."""
+    total = 0
+    for proc in tree(pid, exclude=exclude or []):
+        try:
+            with open(f"/proc/{proc.pid}/status", encoding="ascii") as f:
+                total += next((int(line.split()[1]) for line in f if line.startswith("RssAnon")), 0)
+        except (OSError, ValueError):
+            continue
+    return total / 1024
 
 
 def load() -> str:
@@ -131,6 +164,10 @@ class Plain:
         assert self.proc is not None
         return split(self.proc.pid)
 
+    def anon(self) -> float:
+        assert self.proc is not None
+        return anon_mib(self.proc.pid)
+
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             try:
@@ -183,6 +220,9 @@ class Volee:
 
     def split(self) -> tuple[float, float]:
         return split(self.program)
+
+    def anon(self) -> float:
+        return anon_mib(self.program)
 
     def type(self, text: str) -> None:
         cli(self.rig.env, "send", self.id, text)
@@ -313,6 +353,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results["phases"]["after turn"] = measure(parts, args.seconds)
         results["phases"]["idle"] = measure(parts, args.seconds)
         results["hooks"]["at rest"] = (volee.hooks() - h0) if not args.generic else 0
+        results["anon"] = {name: p.anon() for name, p in parts.items()}
         if not args.generic:
             for p in parts.values():
                 p.type("HOLD")
@@ -363,8 +404,16 @@ def report(results: dict[str, Any]) -> None:
                 f"volee mean {mean:.2f} s = {mean / base:.2f}x"
                 f" ({min(volees) / base:.2f}-{max(volees) / base:.2f}x)"
             )
+            if len(plains) > 1:
+                _, low, high = ratio_interval(volees, plains)
+                cells.append(f"95 % interval {low:.2f}-{high:.2f}x")
         print(f"  {phase:10s} {by['plain']['wall']:5.1f} s: " + "; ".join(cells))
     print("  target: <= 1.1x the plain copies' mean in every phase")
+    anon = results.get("anon") or {}
+    if anon:
+        # The heap each program keeps: Claude Code's own GC works over it at rest.
+        cells = [f"{name} {mib:.0f}" for name, mib in anon.items()]
+        print("anonymous memory after idle, MiB (the program's tree): " + ", ".join(cells))
     print("split since start (own / reaped children CPU s of the agent's program tree):")
     for name, (own, reaped) in results["split"].items():
         print(f"  {name:6s} own {own:.2f}, reaped {reaped:.2f}")
