@@ -32,7 +32,10 @@ the first turn ended), ``idle`` (the next ``--seconds``), ``busy`` (a reply held
 server, ``--busy-seconds``), ``permission`` (a permission dialog open, ``--busy-seconds``).
 Prints CPU seconds per phase, the ratios against the mean of the plain copies measured in the
 same run (``--plains``, default 2: one copy alone varied by 0.8-1.2x from run to run; target:
-<= 1.1x), the load average, and the split (own / reaped children, host, daemon, hooks seen).
+<= 1.1x), with several volee agents their mean and its 95 % interval (what the copies'
+spread leaves of the difference), the load average, the split (own / reaped children, host,
+daemon, hooks seen), and each program's anonymous memory after idle (the heap Claude Code's
+collector works over at rest: docs/performance.md).
 ``--generic`` runs a small shell loop instead of Claude Code (volee's generic harness),
 prompts skipped: the bench's own path, in seconds.
 """
