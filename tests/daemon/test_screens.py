@@ -398,3 +398,26 @@ async def test_a_screen_whose_programs_exit_was_told_reads_as_the_last_one_at_on
     assert kept is not None
     assert not kept.live
     screens.exited("b")  # no such screen: nothing
+
+
+def test_a_hold_is_told_once_per_change_and_only_to_a_watched_agent(tmp_path: Path) -> None:
+    """``Screens.hold`` tells the agent's watch only what changes (None: the watch's own), an
+    agent without a watch nothing, and a new watch starts from its own again."""
+    screens = Screens(tmp_path)
+    told: list[int | None] = []
+    screens.hold("a", 2000)  # no watch yet: nobody to tell, nothing kept
+    assert screens.holding == {}
+
+    screens.holders["a"] = told.append
+    screens.hold("a", 2000)
+    screens.hold("a", 2000)
+    screens.hold("a", None)
+    screens.hold("a", None)
+    screens.hold("a", 2000)
+    assert told == [2000, None, 2000]
+    assert screens.holding == {"a": 2000}
+
+    screens.started("a", 24, 80)
+    assert screens.holding == {}
+    screens.hold("a", 2000)
+    assert told == [2000, None, 2000, 2000]
