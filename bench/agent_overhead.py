@@ -96,10 +96,10 @@ def ratio_interval(volees: list[float], plains: list[float]) -> tuple[float, flo
     return ratio, ratio - half, ratio + half
 
 
-def anon_mib(pid: int, exclude: list[int] | None = None) -> float:
+def anon_mib(pid: int) -> float:
     """The anonymous memory (RssAnon: the heap, no shared pages) of ``pid``'s tree."""
     total = 0
-    for proc in tree(pid, exclude=exclude or []):
+    for proc in tree(pid):
         try:
             with open(f"/proc/{proc.pid}/status", encoding="ascii") as f:
                 total += next((int(line.split()[1]) for line in f if line.startswith("RssAnon")), 0)
