@@ -215,6 +215,41 @@ async def test_agents_outcome_waits_for_the_refresh_a_turns_end_started(loop: Lo
     assert outcome["last_message"].startswith("Done")
 
 
+async def test_the_list_tells_the_stop_hooks_reply_before_the_transcript_has_it(
+    loop: Loop,
+) -> None:
+    """Claude Code may run Stop before the reply is in its transcript: the list does not show
+    the turn before's reply meanwhile, and once the transcript has it, its whole first line."""
+    view = await loop.spawn("hello", "late")
+    agent_id = view["id"]
+    await loop.done(agent_id)
+    assert (await loop.call("agents.outcome", agent=agent_id))["last_message"] == "ok: hello"
+
+    prompt = "LATE " + "x" * 120
+    await loop.call("agents.send", agent=agent_id, text=prompt)
+    agents = loop.d.service.registry.agents
+    await loop.wait(
+        lambda: agents[agent_id].state is AgentState.DONE and "LATE" in agents[agent_id].detail,
+        "the second turn done",
+    )
+    log = await loop.call("agents.log", agent=agent_id)
+    # The transcript is behind the hook: it ends at the prompt, its last reply the first turn's.
+    assert [(e["kind"], e["text"]) for e in log["entries"][-2:]] == [
+        ("assistant", "ok: hello"),
+        ("user", prompt),
+    ]
+    told = (await loop.call("agents.outcome", agent=agent_id))["last_message"]
+    assert told == agents[agent_id].detail
+    assert told.startswith("ok: LATE xxx")
+    assert told.endswith("…")
+
+    async def whole() -> str | None:
+        listed = await loop.listed(agent_id)
+        return listed["last_message"] if listed["last_message"] == f"ok: {prompt}" else None
+
+    await until(whole, what="the reply's whole first line, read again", timeout=10)
+
+
 async def test_merge_of_an_agent_whose_worktree_was_deleted_says_so(loop: Loop) -> None:
     view = await loop.spawn(COMMIT, "deleted")
     agent_id = view["id"]

@@ -380,7 +380,11 @@ class Fake:
         else:
             reply = f"ok: {text}"
         _out(reply + "\n")
-        self.log("assistant", [{"type": "text", "text": reply}])
+        # "LATE …": the reply reaches the transcript 1.5 s after the Stop hook, as Claude Code
+        # 2.1.332 sometimes writes it after running Stop.
+        late = stripped.startswith("LATE ")
+        if not late:
+            self.log("assistant", [{"type": "text", "text": reply}])
         self.hook(
             "Stop",
             stop_hook_active=False,
@@ -388,6 +392,9 @@ class Fake:
             background_tasks=[],
             session_crons=[],
         )
+        if late:
+            time.sleep(1.5)
+            self.log("assistant", [{"type": "text", "text": reply}])
         return None
 
     def report_plan(self) -> None:

@@ -35,6 +35,10 @@ AT_ONCE = 2
 #: ``agents.outcome`` waits at most this long (seconds) for a refresh under way.
 SETTLE_WAIT = 10.0
 TURN_ENDS = frozenset({AgentState.DONE, AgentState.IDLE, AgentState.STOPPED, AgentState.FAILED})
+#: A transcript behind the Stop hook is read again after this long (seconds), at most
+#: ``REREADS`` times.
+REREAD_AFTER = 1.0
+REREADS = 5
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,8 @@ class Outcome:
     plan: dict[str, int] | None = None
     change: ChangeSummary | None = None
     last_message: str | None = None
+    #: The transcript did not have the reply the Stop hook told yet (not in the view).
+    behind: bool = False
 
     def view(self) -> OutcomeView:
         return {"plan": self.plan, "change": self.change, "last_message": self.last_message}
@@ -66,6 +72,7 @@ class Outcomes:
         self._pending: set[str] = set()
         self._again: set[str] = set()
         self._settled: dict[str, asyncio.Event] = {}
+        self._rereads: dict[str, int] = {}
         self._slots = asyncio.Semaphore(AT_ONCE)
         service.listen(self._on_event)
         methods.add(Method.AGENTS_OUTCOME, self.api_outcome, decoder(AgentParams))
@@ -101,6 +108,7 @@ class Outcomes:
                 self.refresh(event.agent)
             case ev.AgentForgotten():
                 self._known.pop(event.agent, None)
+                self._rereads.pop(event.agent, None)
                 self.transcripts.forget(event.agent)
             case _:
                 pass
@@ -121,6 +129,7 @@ class Outcomes:
                 outcome = await self._read(agent_id)
             if outcome is not None and agent_id in self.service.current().agents:
                 self._known[agent_id] = outcome
+                self._reread_if_behind(agent_id, outcome.behind)
         except Exception:
             log.exception("the outcome of %s could not be read", agent_id)
         finally:
@@ -130,6 +139,21 @@ class Outcomes:
                 self.refresh(agent_id)
             else:
                 self._settled.pop(agent_id, asyncio.Event()).set()
+
+    def _reread_if_behind(self, agent_id: str, behind: bool) -> None:
+        """Read a transcript behind the Stop hook again a little later, a few times, for the
+        reply's whole first line (the hook's is cut at 100 characters)."""
+        done = self._rereads.get(agent_id, 0)
+        if not behind or done >= REREADS:
+            self._rereads.pop(agent_id, None)
+            return
+        self._rereads[agent_id] = done + 1
+        self.tasks.spawn(self._reread(agent_id), f"outcome of {agent_id} again")
+
+    async def _reread(self, agent_id: str) -> None:
+        await asyncio.sleep(REREAD_AFTER)
+        if agent_id in self.service.current().agents:
+            self.refresh(agent_id)
 
     async def _read(self, agent_id: str) -> Outcome | None:
         registry = self.service.current()
@@ -141,8 +165,12 @@ class Outcomes:
         if reading.plan is not None and reading.plan.items:
             plan = {"done": reading.plan.done, "total": len(reading.plan.items)}
         last = first_line(reading.last_message)
-        if last is None and agent.state is AgentState.DONE and agent.detail:
-            last = agent.detail  # the Stop hook's last_assistant_message (its first line)
+        behind = False
+        if agent.state is AgentState.DONE and agent.detail and not _tells(last, agent.detail):
+            # The Stop hook's last_assistant_message (its first line) is the turn's last word:
+            # Claude Code may run the hook before the reply is in its transcript, which then
+            # still ends at an earlier reply, or none (read again soon where there is one).
+            last, behind = agent.detail, bool(reading.paths)
 
         def changed() -> BranchChange | None:
             where = where_of(agent, registry)
@@ -161,4 +189,12 @@ class Outcomes:
                 "removed": change["removed"],
                 "uncommitted": change["uncommitted"],
             }
-        return Outcome(plan, summary, last)
+        return Outcome(plan, summary, last, behind)
+
+
+def _tells(line: str | None, detail: str) -> bool:
+    """Whether a transcript's first line of the last reply is the one the hook's detail
+    (``one_line``: cut to 100 characters with "…") shows."""
+    if line is None:
+        return False
+    return line.startswith(detail.removesuffix("…").strip())
