@@ -276,6 +276,34 @@ def measure(parts: dict[str, Any], seconds: float) -> dict[str, dict[str, float]
     return out
 
 
+def interleaved(parts: dict[str, Any]) -> list[Any]:
+    """The parts in turns, a plain copy then a volee agent (then the others): typed in this
+    order, no kind has its turns all started last, when a turn's first seconds fall inside
+    the window (a 10-and-10 run typed the volee agents last and read them busy at 1.17x)."""
+    kinds: dict[str, list[Any]] = {}
+    for name, part in parts.items():
+        kinds.setdefault(name.rstrip("0123456789"), []).append(part)
+    ordered: list[Any] = []
+    rows = max(len(group) for group in kinds.values())
+    for n in range(rows):
+        ordered += [group[n] for group in kinds.values() if n < len(group)]
+    return ordered
+
+
+def start_turns(rig: Rig, parts: dict[str, Any], text: str) -> None:
+    """Type ``text`` into every part, wait until the fake model has each one's request, and
+    let their turns settle before a phase is measured."""
+    before = len(rig.fake.requests("/v1/messages"))
+    for part in interleaved(parts):
+        part.type(text)
+    wait_for(
+        "every part's request",
+        lambda: len(rig.fake.requests("/v1/messages")) >= before + len(parts),
+        60,
+    )
+    time.sleep(5)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     claude = None if args.generic else find_harness("claude")
     if claude is None and not args.generic:
@@ -358,15 +386,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results["hooks"]["at rest"] = (volee.hooks() - h0) if not args.generic else 0
         results["anon"] = {name: p.anon() for name, p in parts.items()}
         if not args.generic:
-            for p in parts.values():
-                p.type("HOLD")
-            time.sleep(3)
+            start_turns(rig, parts, "HOLD")
             results["phases"]["busy"] = measure(parts, args.busy_seconds)
             rig.fake.release()
             time.sleep(5)
-            for p in parts.values():
-                p.type(f"RUN: touch {rig.root}/asked")
-            time.sleep(5)  # the dialog shown
+            start_turns(rig, parts, f"RUN: touch {rig.root}/asked")  # the dialog shown
             results["phases"]["permission"] = measure(parts, args.busy_seconds)
         results["split"] = {name: p.split() for name, p in parts.items()}
         results["hooks"]["all"] = volee.hooks() if not args.generic else 0

@@ -59,6 +59,14 @@ def test_the_overhead_s_interval_widens_with_the_copies_spread() -> None:
     assert 0.978 < many[1] < many[2] < 1.247
 
 
+def test_the_overhead_types_a_plain_copy_then_a_volee_agent_in_turn() -> None:
+    sys.path.insert(0, str(BENCH))
+    import agent_overhead
+
+    parts = {"plain": 1, "plain2": 2, "plain3": 3, "argv": 4, "volee0": 5, "volee1": 6}
+    assert agent_overhead.interleaved(parts) == [1, 4, 5, 2, 6, 3]
+
+
 @pytest.mark.e2e
 def test_app_start_once_for_the_daemon(tmp_path: Path) -> None:
     env = {**os.environ, "VOLEE_HOME": str(tmp_path / "vh")}
