@@ -321,6 +321,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 *("--", *GENERIC),
             )
         ids = [json.loads(out)["id"]] if args.generic else []
+        plains: dict[str, Plain] = {}
+        home = rig.root / "h2"
+        if not args.generic:
+            assert claude is not None
+            plain_argv = [str(claude), "--session-id", "", "--permission-mode", "default"]
+            plain_argv.append("say hello")
+            plain_env = dict(rig.env)
+            if args.own_home:
+                plain_env = claude_env(home, rig.fake.port, rig.sandbox.project)
+                plain_env["VOLEE_HOME"] = rig.env["VOLEE_HOME"]
+            for n in range(1, args.plains + 1):  # more of the same: the baseline's own spread
+                again = list(plain_argv)
+                again[again.index("--session-id") + 1] = str(uuid.uuid4())
+                name = "plain" if n == 1 else f"plain{n}"
+                plains[name] = Plain(again, dict(plain_env), rig.sandbox.project)
+        waiting = list(plains.values())
         for n in range(0 if args.generic else args.volees):
             out = cli(
                 rig.env,
@@ -328,6 +344,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 *("--permission-mode", "default", "--", "say hello"),
             )
             ids.append(json.loads(out)["id"])
+            if waiting:  # a plain copy launched beside each agent: their first turns end together
+                waiting.pop(0).start()
+        for plain in waiting:
+            plain.start()
         wait_for("the agents' hosts", lambda: len(host_records(rig.dirs.hosts)) >= len(ids), 60)
         volees = {
             "volee" if len(ids) == 1 else f"volee{n}": Volee(rig, agent_id, share=len(ids))
@@ -338,23 +358,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             plain = Plain(list(GENERIC), dict(rig.env), rig.sandbox.project)
             parts: dict[str, Any] = {"plain": plain, **volees}
         else:
-            assert claude is not None
-            plain_argv = [str(claude), "--session-id", str(uuid.uuid4())]
-            plain_argv += ["--permission-mode", "default", "say hello"]
-            plain_env = dict(rig.env)
             argv, env = volee_argv(volee.program, str(uuid.uuid4()))
             if args.own_home:
-                home = rig.root / "h2"
-                plain_env = claude_env(home, rig.fake.port, rig.sandbox.project)
-                plain_env["VOLEE_HOME"] = rig.env["VOLEE_HOME"]
                 env["HOME"] = str(home)
                 env.pop("CLAUDE_CONFIG_DIR", None)
-            plain = Plain(plain_argv, plain_env, rig.sandbox.project)
-            plains = {"plain": plain}
-            for n in range(2, args.plains + 1):  # more of the same: the baseline's own spread
-                again = list(plain_argv)
-                again[again.index("--session-id") + 1] = str(uuid.uuid4())
-                plains[f"plain{n}"] = Plain(again, dict(plain_env), rig.sandbox.project)
             dead = rig.root / "nobody.sock"
             env.update(VOLEE_SOCKET=str(dead), VOLEE_SPOOL=str(rig.root / "spool2"))
             argv_run = Plain(argv, env, rig.sandbox.project)
@@ -366,7 +373,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     parts[name] = Plain(changed, dict(env), rig.sandbox.project)
             parts.update(volees)
         for p in parts.values():
-            if isinstance(p, Plain):
+            if isinstance(p, Plain) and p.proc is None:
                 p.start()
                 extra.append(p)
         if not args.generic:
