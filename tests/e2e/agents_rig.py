@@ -111,6 +111,19 @@ class Volee:
             )
         return done
 
+    def log_to_reply(self, ref: str, timeout: float = 10) -> list[dict[str, Any]]:
+        """``volee log REF --json`` once it ends with the agent's reply (or as it is after
+        ``timeout``).  A harness may tell its turn's end before the reply is in its
+        transcript, which is what ``volee log`` reads: Claude Code 2.1.332 runs Stop first at
+        times (CI saw a log end at the tool call once); the next read has the reply."""
+        deadline = time.monotonic() + timeout
+        while True:
+            out = self.cli("log", ref, "--json").stdout
+            entries = [json.loads(line) for line in out.splitlines()]
+            if (entries and entries[-1]["kind"] == "assistant") or time.monotonic() > deadline:
+                return entries
+            time.sleep(0.2)
+
     def agents(self) -> list[Agent]:
         out: list[Agent] = json.loads(self.cli("ls", "--json", "--no-refresh").stdout)
         return out

@@ -8,11 +8,8 @@ puts the commit on main.
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -45,22 +42,6 @@ def volee(
     return start_volee({**real_claude_env, **GIT_ENV})
 
 
-def final_log(volee: Volee, name: str, timeout: float = 10) -> list[dict[str, Any]]:
-    """``volee log --json`` once it ends with the agent's reply.
-
-    Claude Code runs its Stop hook (volee's "done") before it has always written that reply to
-    its transcript, which is what ``volee log`` reads: a log read at once may end at the tool
-    call, and a moment later it has the reply (CI saw it end at the tool call once).
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        out = volee.cli("log", name, "--json").stdout
-        entries = [json.loads(line) for line in out.splitlines()]
-        if (entries and entries[-1]["kind"] == "assistant") or time.monotonic() > deadline:
-            return entries
-        time.sleep(0.2)
-
-
 def test_a_real_claude_commits_the_log_shows_it_and_merge_puts_it_on_main(
     volee: Volee, real_sandbox: Sandbox
 ) -> None:
@@ -74,7 +55,7 @@ def test_a_real_claude_commits_the_log_shows_it_and_merge_puts_it_on_main(
     tip = git(worktree, "rev-parse", "HEAD")
     assert git(worktree, "log", "-1", "--format=%s") == "add f.txt"
 
-    entries = final_log(volee, "c1")
+    entries = volee.log_to_reply("c1")
     assert entries[0]["kind"] == "user"
     assert entries[0]["text"] == COMMIT
     tool = next(e for e in entries if e["kind"] == "tool")

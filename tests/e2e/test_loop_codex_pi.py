@@ -6,19 +6,12 @@ under ~/.pi) from the session id the harness reported, and reads the tool call a
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.e2e.agents_rig import Volee
 from tests.fakes.harness_env import FAKE_MODEL, Sandbox
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
-
-
-def _log(volee: Volee, name: str) -> list[dict[str, object]]:
-    out = volee.cli("log", name, "--json").stdout
-    return [json.loads(line) for line in out.splitlines()]
 
 
 @pytest.mark.codex
@@ -30,7 +23,7 @@ def test_codex_log_shows_the_shell_call_and_the_reply(
         "--permission-mode", "workspace-write", "--", "RUN: echo codex > codex.txt",
     )  # fmt: skip
     codex_volee.wait_state("x1", "done", timeout=30)
-    entries = _log(codex_volee, "x1")
+    entries = codex_volee.log_to_reply("x1")
     assert entries[0] == {
         "kind": "user",
         "text": "RUN: echo codex > codex.txt",
@@ -53,7 +46,7 @@ def test_pi_log_shows_the_bash_call_and_the_reply(pi_volee: Volee, real_sandbox:
         "--model", f"fake/{FAKE_MODEL}", "--", "RUN: echo pi > pi.txt",
     )  # fmt: skip
     pi_volee.wait_state("p1", "done", timeout=30)
-    entries = _log(pi_volee, "p1")
+    entries = pi_volee.log_to_reply("p1")
     assert [e["kind"] for e in entries] == ["user", "tool", "assistant"]
     assert entries[1]["tool"] == "bash"
     assert entries[1]["result"] is not None
