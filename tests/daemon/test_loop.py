@@ -20,6 +20,8 @@ from tests.fakes.fake_github import FakeGitHub, MemoryKeyring
 from tests.polling import until
 from volee_desktop.core.states import AgentState
 from volee_desktop.daemon.main import Daemon
+from volee_desktop.daemon.missions import outcomes
+from volee_desktop.daemon.missions.review import change_of
 from volee_desktop.harness.env import allowed_env
 from volee_desktop.ipc.aclient import AsyncClient
 from volee_desktop.ipc.protocol import IpcError
@@ -216,10 +218,18 @@ async def test_agents_outcome_waits_for_the_refresh_a_turns_end_started(loop: Lo
 
 
 async def test_the_list_tells_the_stop_hooks_reply_before_the_transcript_has_it(
-    loop: Loop,
+    loop: Loop, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Claude Code may run Stop before the reply is in its transcript: the list does not show
-    the turn before's reply meanwhile, and once the transcript has it, its whole first line."""
+    the turn before's reply meanwhile, and once the transcript has it, its whole first line
+    (the transcript read again alone: git is not asked for the change again)."""
+    changes: list[object] = []
+
+    def counted(where: Any) -> Any:
+        changes.append(where)
+        return change_of(where)
+
+    monkeypatch.setattr(outcomes, "change_of", counted)
     view = await loop.spawn("hello", "late")
     agent_id = view["id"]
     await loop.done(agent_id)
@@ -242,12 +252,14 @@ async def test_the_list_tells_the_stop_hooks_reply_before_the_transcript_has_it(
     assert told == agents[agent_id].detail
     assert told.startswith("ok: LATE xxx")
     assert told.endswith("…")
+    read_git = len(changes)
 
     async def whole() -> str | None:
         listed = await loop.listed(agent_id)
         return listed["last_message"] if listed["last_message"] == f"ok: {prompt}" else None
 
     await until(whole, what="the reply's whole first line, read again", timeout=10)
+    assert len(changes) == read_git
 
 
 async def test_merge_of_an_agent_whose_worktree_was_deleted_says_so(loop: Loop) -> None:

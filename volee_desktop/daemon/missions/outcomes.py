@@ -4,17 +4,19 @@
 listing: each agent's outcome is refreshed when it registers and when a turn ends (done,
 idle, stopped, failed), from its transcript (read incrementally, daemon/missions/transcripts.py) and
 git (about six small git runs, in a thread; at most two agents at a time).  An agent listed
-before its first refresh shows nulls and is refreshed then.  Nothing is stored: after a
-restart the first listing refreshes each agent once.
+before its first refresh shows nulls and is refreshed then.  A transcript behind the turn's
+Stop hook (its reply not written yet) is read again alone, git not run again.  Nothing is
+stored: after a restart the first listing refreshes each agent once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...core import events as ev
+from ...core.model import Agent
 from ...core.states import AgentState
 from ...harness.transcript import first_line
 from ...ipc.methods import Method
@@ -26,7 +28,7 @@ from ..service import Service
 from ..views import ChangeSummary, OutcomeView, resolve_agent
 from .results import AgentOutcome, BranchChange
 from .review import change_of, where_of
-from .transcripts import Transcripts
+from .transcripts import Reading, Transcripts
 
 log = logging.getLogger(__name__)
 
@@ -151,9 +153,19 @@ class Outcomes:
         self.tasks.spawn(self._reread(agent_id), f"outcome of {agent_id} again")
 
     async def _reread(self, agent_id: str) -> None:
+        """The transcript alone read again (its change in git is as the refresh read it); a
+        refresh under way or asked meanwhile reads both and decides again."""
         await asyncio.sleep(REREAD_AFTER)
-        if agent_id in self.service.current().agents:
-            self.refresh(agent_id)
+        agent = self.service.current().agents.get(agent_id)
+        known = self._known.get(agent_id)
+        if agent is None or known is None or agent_id in self._pending:
+            return
+        reading = await self.transcripts.summary(agent)
+        if agent_id in self._pending or self._known.get(agent_id) is not known:
+            return
+        plan, last, behind = _from_transcript(agent, reading)
+        self._known[agent_id] = replace(known, plan=plan, last_message=last, behind=behind)
+        self._reread_if_behind(agent_id, behind)
 
     async def _read(self, agent_id: str) -> Outcome | None:
         registry = self.service.current()
@@ -161,16 +173,7 @@ class Outcomes:
         if agent is None:
             return None
         reading = await self.transcripts.summary(agent)
-        plan = None
-        if reading.plan is not None and reading.plan.items:
-            plan = {"done": reading.plan.done, "total": len(reading.plan.items)}
-        last = first_line(reading.last_message)
-        behind = False
-        if agent.state is AgentState.DONE and agent.detail and not _tells(last, agent.detail):
-            # The Stop hook's last_assistant_message (its first line) is the turn's last word:
-            # Claude Code may run the hook before the reply is in its transcript, which then
-            # still ends at an earlier reply, or none (read again soon where there is one).
-            last, behind = agent.detail, bool(reading.paths)
+        plan, last, behind = _from_transcript(agent, reading)
 
         def changed() -> BranchChange | None:
             where = where_of(agent, registry)
@@ -190,6 +193,23 @@ class Outcomes:
                 "uncommitted": change["uncommitted"],
             }
         return Outcome(plan, summary, last, behind)
+
+
+def _from_transcript(
+    agent: Agent, reading: Reading
+) -> tuple[dict[str, int] | None, str | None, bool]:
+    """The plan, the last reply's first line, and whether the transcript is behind the Stop
+    hook (then the hook's reply is the last one)."""
+    plan: dict[str, int] | None = None
+    if reading.plan is not None and reading.plan.items:
+        plan = {"done": reading.plan.done, "total": len(reading.plan.items)}
+    last = first_line(reading.last_message)
+    if agent.state is AgentState.DONE and agent.detail and not _tells(last, agent.detail):
+        # The Stop hook's last_assistant_message (its first line) is the turn's last word:
+        # Claude Code may run the hook before the reply is in its transcript, which then
+        # still ends at an earlier reply, or none (read again soon where there is one).
+        return plan, agent.detail, bool(reading.paths)
+    return plan, last, False
 
 
 def _tells(line: str | None, detail: str) -> bool:
