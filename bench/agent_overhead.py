@@ -325,8 +325,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         home = rig.root / "h2"
         if not args.generic:
             assert claude is not None
-            plain_argv = [str(claude), "--session-id", "", "--permission-mode", "default"]
-            plain_argv.append("say hello")
+            plain_argv = [str(claude), "--session-id", ""]
+            plain_argv += ["--permission-mode", "default", "say hello"]
             plain_env = dict(rig.env)
             if args.own_home:
                 plain_env = claude_env(home, rig.fake.port, rig.sandbox.project)
