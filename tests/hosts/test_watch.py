@@ -15,6 +15,11 @@ import pytest
 from tests.polling import wait_until
 from volee_desktop.hosts import wire
 from volee_desktop.hosts.launcher import HostClient, launch_host
+from volee_desktop.hosts.requests import STIRRED
+
+#: A program told to go waits this long first: the output that follows keys sent to the
+#: program is held back from no watch for ``STIRRED`` (the echoed "go" is sent at once).
+CALM = f"sleep {STIRRED + 0.3}"
 
 
 def test_a_watcher_hears_the_exit_before_the_host_lingers_out(host_kind: str) -> None:
@@ -131,7 +136,7 @@ def test_a_watch_every_ms_gets_the_output_in_order_at_most_that_often(host_kind:
     writes 40 lines 20 ms apart reaches it in few frames, every byte in order, the first at
     once, the last before the exit; a watch without ``every_ms`` gets a frame a line."""
     root = Path(tempfile.mkdtemp(prefix="vw", dir="/tmp"))
-    script = "i=0; while [ $i -lt 40 ]; do echo line$i; i=$((i+1)); sleep 0.02; done"
+    script = f"{CALM}; i=0; while [ $i -lt 40 ]; do echo line$i; i=$((i+1)); sleep 0.02; done"
     seen: dict[str, list[tuple[float, bytes]]] = {}
     for name, request in (
         ("held", {"op": "watch", "output": True, "every_ms": 300}),
@@ -155,7 +160,8 @@ def test_a_watch_every_ms_gets_the_output_in_order_at_most_that_often(host_kind:
         lines = [w for w in text.split() if w.startswith("line")]
         assert lines == [f"line{i}" for i in range(40)], text
         seen[name] = [(at - began[0], payload) for at, payload in frames]
-    held, plain = seen["held"], seen["plain"]
+    plain = seen["plain"]
+    held = [frame for frame in seen["held"] if b"line" in frame[1]]  # not the stirred "go"
     assert len(plain) >= 15  # about one a line: what the hold saves
     # 300 ms apart (less the reading's own jitter), but for the last: the exit sends what is
     # held at once, before it.
@@ -169,7 +175,7 @@ def test_a_watch_every_ms_gets_the_output_in_order_at_most_that_often(host_kind:
 def test_a_watch_every_ms_sends_a_large_output_without_waiting(host_kind: str) -> None:
     """Held output goes at once from 64 KiB: a flood is not slowed to a frame per spell."""
     root = Path(tempfile.mkdtemp(prefix="vw", dir="/tmp"))
-    path = _ticker(root, "flood", "head -c 600000 /dev/zero | tr '\\0' x; sleep 1")
+    path = _ticker(root, "flood", f"{CALM}; head -c 600000 /dev/zero | tr '\\0' x; sleep 1")
     client = HostClient(path)
     threading.Thread(target=lambda: (time.sleep(0.3), client.send_text("go"))).start()
     frames, _ = _watch_output(path, {"op": "watch", "output": True, "every_ms": 10_000})
@@ -212,9 +218,9 @@ def test_a_watch_with_a_bad_every_ms_is_refused_and_the_connection_kept(
 
 
 def _held_watch(name: str, script: str) -> tuple[socket.socket, HostClient]:
-    """A ticker running ``script`` once told to go, watched with its output held 10 s."""
+    """A ticker running ``script`` once told to go and calm, watched with its output held 10 s."""
     root = Path(tempfile.mkdtemp(prefix="vw", dir="/tmp"))
-    path = _ticker(root, name, script)
+    path = _ticker(root, name, f"{CALM}; {script}")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(10)
     sock.connect(path)
@@ -229,7 +235,7 @@ def test_a_flush_sends_the_held_output_before_its_reply(host_kind: str) -> None:
     reader = wire.FrameReader()
     got: list[tuple[bytes, bytes]] = []
     sock.settimeout(1.0)
-    deadline = time.monotonic() + 1.5  # "second" is printed, and held for 10 s
+    deadline = time.monotonic() + STIRRED + 1.8  # "second" is printed, and held for 10 s
     while time.monotonic() < deadline:
         try:
             got += reader.feed(sock.recv(65536))
@@ -253,7 +259,7 @@ def test_a_second_watch_changes_the_hold_without_replaying_the_output(host_kind:
     """The daemon holds an asking agent's output longer (answers.DIALOG_EVERY_MS): a
     ``watch`` again on the same connection with only ``every_ms`` sends what is held, then its
     reply, replays nothing, and holds what comes next as long as it now says."""
-    script = "echo first; sleep 0.2; echo second; read more; echo third; sleep 30"
+    script = f"echo first; sleep 0.2; echo second; read more; {CALM}; echo third; sleep 30"
     sock, client = _held_watch("rewatch", script)
     reader = wire.FrameReader()
 
@@ -264,7 +270,7 @@ def test_a_second_watch_changes_the_hold_without_replaying_the_output(host_kind:
         return got
 
     got = until_json()  # the first watch's reply
-    time.sleep(1.0)  # the echoed "go" sent at once, what follows held for 10 s
+    time.sleep(STIRRED + 1.0)  # the echoed "go" sent at once, what follows held for 10 s
     sock.sendall(wire.json_frame({"op": "watch", "every_ms": 0}))
     again = until_json()
     assert again[-1][0] == wire.JSON
@@ -277,6 +283,52 @@ def test_a_second_watch_changes_the_hold_without_replaying_the_output(host_kind:
     third = b""
     while b"third" not in third:
         third += b"".join(p for k, p in reader.feed(sock.recv(65536)) if k == wire.OUTPUT)
-    assert time.monotonic() - began < 5  # not held for the first watch's 10 s
+    assert time.monotonic() - began < 6  # not held for the first watch's 10 s
     sock.close()
     client.stop()
+
+
+@pytest.mark.parametrize("stir", ["keys", "size"])
+def test_keys_or_a_size_sent_to_the_program_lift_the_hold_a_moment(
+    host_kind: str, stir: str
+) -> None:
+    """What a program draws after keys or a size reach it goes to the watch at once, whatever
+    its hold (a dialog answered in the agent's terminal is seen gone at once, issue 27): what
+    was held goes first; ``STIRRED`` later the hold is back."""
+    # A resize's trap ends the shell's read as a line does; "later" comes once the stir is
+    # over, and keys sent then would stir again.
+    script = (
+        f"trap 'echo stirred' WINCH; echo held; read x; echo answered; {CALM}; echo later; sleep 30"
+    )
+    sock, client = _held_watch(f"stir{stir}", script)
+    reader = wire.FrameReader()
+    sock.settimeout(0.2)
+
+    def output_for(seconds: float) -> bytes:
+        got = b""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                got += b"".join(p for k, p in reader.feed(sock.recv(65536)) if k == wire.OUTPUT)
+            except TimeoutError:
+                pass
+        return got
+
+    before = output_for(STIRRED + 1.5)  # "held" printed once calm, held for 10 s
+    assert b"held" not in before
+    began = time.monotonic()
+    if stir == "keys":
+        client.send_text("x")
+        wanted = [b"held", b"answered"]
+    else:
+        client.resize(30, 100)
+        wanted = [b"held", b"stirred"]
+    stirred = b""
+    while not all(w in stirred for w in wanted):
+        stirred += output_for(0.2)
+        assert time.monotonic() - began < 3, stirred  # not the 10 s hold
+    assert stirred.index(b"held") < stirred.index(wanted[1])  # in order
+    after = output_for(STIRRED + 1.5)  # "later" printed once calm again: held for 10 s
+    sock.close()
+    client.stop()
+    assert b"later" not in after

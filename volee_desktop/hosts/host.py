@@ -50,7 +50,7 @@ import time
 from volee_desktop import lean
 from volee_desktop.hosts import recordio, tree, wire
 from volee_desktop.hosts.poller import EVENT_READ, EVENT_WRITE, Poller
-from volee_desktop.hosts.requests import HOLD_LIMIT, Requests, _Client
+from volee_desktop.hosts.requests import HOLD_LIMIT, STIRRED, Requests, _Client
 from volee_desktop.hosts.ring import Ring
 from volee_desktop.hosts.spawn import HOST_SIGNALS, become_subreaper, spawn_in_pty
 
@@ -129,6 +129,7 @@ class Host(Requests):
         self.scrollback = Ring(SCROLLBACK_BYTES)
         self.paste_mode = False
         self._paste_tail = b""
+        self.stirred_at = float("-inf")  # keys or a size last sent to the program (STIRRED)
         self.to_pty = bytearray()
         self.sel = Poller()
         self.clients: dict[int, _Client] = {}
@@ -441,10 +442,12 @@ class Host(Requests):
 
     def _hold(self, client: _Client, data: bytes, out: bytes) -> None:
         """Output to a client that takes it at most once every ``every`` seconds (the daemon's
-        watch): at once after a quiet spell, else held and sent as one frame when the spell
-        ends, from ``HOLD_LIMIT`` bytes, or before anything else queued to the client."""
+        watch): at once after a quiet spell or ``STIRRED`` after keys or a size were sent to
+        the program, else held and sent as one frame when the spell ends, from
+        ``HOLD_LIMIT`` bytes, or before anything else queued to the client."""
         now = time.monotonic()
-        if not client.held and now - client.sent_at >= client.every:
+        quiet = not client.held and now - client.sent_at >= client.every
+        if quiet or now - self.stirred_at < STIRRED:
             self._queue(client, out)
             return
         client.held += data
@@ -462,6 +465,7 @@ class Host(Requests):
     def _write_pty(self, data: bytes) -> None:
         if self.exit is not None or not data:
             return
+        self.stirred_at = time.monotonic()
         self.to_pty += data
         self._flush_pty()
 

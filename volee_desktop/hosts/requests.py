@@ -10,6 +10,7 @@ import fcntl
 import os
 import struct
 import termios
+import time
 
 from volee_desktop.hosts import wire
 
@@ -34,6 +35,10 @@ PASTE_END = b"\x1b[201~"
 # A watch's ``every_ms``: output held back at most this long, and sent at once from this size.
 MAX_EVERY_MS = 10_000
 HOLD_LIMIT = 64 * 1024
+# For this long after a client sent the program keys or a size, its output is held back from
+# no watch: what the program redraws for them (a dialog answered in its terminal, issue 27)
+# reaches the daemon at once, whatever hold the daemon asked.
+STIRRED = 2.0
 
 
 def _whole(value: object, what: str) -> int:
@@ -84,6 +89,7 @@ class Requests:
     exit: dict[str, object] | None
     scrollback: Ring
     paste_mode: bool
+    stirred_at: float
     to_pty: bytearray
     clients: dict[int, _Client]
     stop_requested: bool
@@ -190,6 +196,7 @@ class Requests:
         if not (0 < rows < 10000 and 0 < cols < 10000):
             raise ValueError(f"size {rows}x{cols} is out of range")
         self.rows, self.cols = rows, cols
+        self.stirred_at = time.monotonic()
         event = wire.json_frame({"event": "resize", "rows": rows, "cols": cols})
         for client in list(self.clients.values()):
             if client.output:

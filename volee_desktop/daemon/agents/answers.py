@@ -60,13 +60,16 @@ LOOK_EVERY = 2.0
 #: How long an agent's host holds its output back while the dialog of its open request is on
 #: screen and seen (``host_io.WATCH_EVERY_MS`` otherwise).  Asking, Claude Code blinks its
 #: bullet every 600 ms; held 500 ms each blink woke the daemon (0.068 s of its CPU a minute),
-#: held 2 s once the dialog was seen, 0.032-0.034 s (docs/performance.md).  Every read that
-#: decides what a key did is fresh.  After a new watch connection the hold is its own again.
-DIALOG_EVERY_MS = 2000
+#: held 2 s once the dialog was seen, 0.032-0.034 s (docs/performance.md); now the most a host
+#: holds.  What the program draws after keys or a resize reach it (a dialog answered in its
+#: terminal) is sent at once all the same (``hosts.requests.STIRRED``), every read that
+#: decides what a key did is fresh, and a hook that changes the request ends the hold.
+#: After a new watch connection the hold is its own again.
+DIALOG_EVERY_MS = 10_000
 #: An asking agent's output up to this size is fed to its screen at once, on the loop (pyte:
-#: about 20 us for a blink of 44 bytes): one that changed only rows above its dialog needs no
-#: read of the screen (``Answers._above_dialog``).
-FEED_NOW = 1024
+#: about 20 us for a blink of 44 bytes; 10 s of blinks are about 730 bytes): one that changed
+#: only rows above its dialog needs no read of the screen (``Answers._above_dialog``).
+FEED_NOW = 2048
 ANSWERED_THERE = "answered in its terminal"
 
 

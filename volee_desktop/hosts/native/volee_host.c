@@ -61,6 +61,9 @@ extern char **environ;
 /* A watch's every_ms: output held back at most this long, and sent at once from this size. */
 #define MAX_EVERY_MS 10000
 #define HOLD_LIMIT (64 * 1024)
+/* For this long after a client sent the program keys or a size, its output is held back from
+   no watch (requests.STIRRED). */
+#define STIRRED 2.0
 #define SCREEN_WINDOW (16 * 1024)
 #define ENTER_PAUSE 0.1
 #define MAX_FRAME (16 * 1024 * 1024)
@@ -2130,6 +2133,7 @@ static struct {
     /* the program and its PTY */
     int pid, subreaper, master, master_events;
     int paste_mode;
+    double stirred_at; /* keys or a size last sent to the program (STIRRED) */
     unsigned char paste_tail[8];
     size_t paste_tail_len;
     buf_t to_pty;
@@ -2472,16 +2476,18 @@ static void flush_pty(void) {
 
 static void write_pty(const char *data, size_t n) {
     if (H.exit.has || !n) return;
+    H.stirred_at = monotonic();
     buf_add(&H.to_pty, data, n);
     flush_pty();
 }
 
 /* Host._hold: output to a client that takes it at most once every `every` seconds (the
-   daemon's watch): at once after a quiet spell, else held and sent as one frame when the
-   spell ends, from HOLD_LIMIT bytes, or before anything else queued to the client. */
+   daemon's watch): at once after a quiet spell or STIRRED after keys or a size were sent to
+   the program, else held and sent as one frame when the spell ends, from HOLD_LIMIT bytes, or
+   before anything else queued to the client. */
 static void hold(client_t *c, const unsigned char *data, size_t n, buf_t *frame) {
     double now = monotonic();
-    if (!c->held.len && now - c->sent_at >= c->every) {
+    if ((!c->held.len && now - c->sent_at >= c->every) || now - H.stirred_at < STIRRED) {
         queue(c, frame->p, frame->len);
         return;
     }
@@ -2743,6 +2749,7 @@ static int do_resize(const pyint_t *rows, const pyint_t *cols, buf_t *err) {
     }
     H.rows = (int)rows->v;
     H.cols = (int)cols->v;
+    H.stirred_at = monotonic();
     resize_event(H.rows, H.cols);
     struct winsize ws = {(unsigned short)H.rows, (unsigned short)H.cols, 0, 0};
     ioctl(H.master, TIOCSWINSZ, &ws);
@@ -3784,6 +3791,7 @@ int main(int argc, char **argv) {
     H.rows = opt_rows ? (int)arg_int("rows", opt_rows) : 40;
     H.cols = opt_cols ? (int)arg_int("cols", opt_cols) : 120;
     H.linger = opt_linger ? arg_float("linger", opt_linger) : DEFAULT_LINGER;
+    H.stirred_at = -INFINITY;
     H.ep = epoll_create1(EPOLL_CLOEXEC);
     if (!H.cwd || H.ep < 0) { hlog("host failed: %s", strerror(errno)); return 1; }
     buf_t why = {0};
