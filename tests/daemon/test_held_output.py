@@ -6,11 +6,13 @@ True)``): the dialog an answer looks for, and the screen a key is checked agains
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
 from volee_desktop.core.states import AgentState
 from volee_desktop.daemon.agents import answers, host_io
+from volee_desktop.hosts.launcher import HostClient
 
 from .test_agents import Rig, asking, rig, root, spawn_with_a_held_line
 
@@ -97,3 +99,27 @@ async def test_a_new_watch_connection_is_told_the_longer_hold_again(
     )
     assert len({watch for watch, _ in told}) == 2
     assert [every for _, every in told] == [answers.DIALOG_EVERY_MS] * 2
+
+
+async def test_a_dialog_answered_in_its_terminal_is_seen_gone_before_the_hold_ends(
+    rig: Rig,
+) -> None:
+    """Held 10 s once its dialog was seen, an agent whose person presses Esc in its own
+    terminal is seen answered at once: the host sends what the program draws after keys
+    reach it without a hold (``hosts.requests.STIRRED``), not 10 s after its last frame."""
+    view = await asking(rig)
+    screens = rig.d.agents.screens
+    await rig.wait(
+        view["id"], lambda _a: screens.holding.get(view["id"]) == answers.DIALOG_EVERY_MS, "held"
+    )
+    assert answers.DIALOG_EVERY_MS >= 10_000
+
+    began = time.monotonic()
+    with HostClient(rig.d.agents.socket_of(view["id"])).open_stream() as stream:
+        stream.write(b"\x1b")
+        agent = await rig.wait_state(view["id"], AgentState.IDLE, "answered in its terminal")
+
+    # The look settles 1 s (answers.SETTLE); the hold would have kept the redraw ~10 s.
+    assert time.monotonic() - began < 6
+    assert agent.request is None
+    assert view["id"] not in screens.holding
