@@ -365,6 +365,21 @@ def test_the_table_reads_a_live_process_whatever_its_name(child: subprocess.Pope
     assert child.stdout.readline() == "still there\n"
 
 
+@linux
+def test_on_linux_the_table_reads_proc_without_psutil(
+    child: subprocess.Popen[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every connection is identified (the app's own link too): on Linux the command line and
+    the environment come from /proc, and psutil's import stays off the app's start."""
+    monkeypatch.setitem(sys.modules, "psutil", None)  # importing it raises
+    table = PsutilTable()
+    assert table.cmdline(child.pid)[-1] == "x y"
+    assert table.env_agent(child.pid) == A2
+    assert table.cmdline(os.getpid()) == sys.orig_argv
+    assert table.cmdline(2**22 + 1) == []  # no such process
+    assert table.env_agent(2**22 + 1) is None
+
+
 def test_an_empty_volee_agent_is_none() -> None:
     env = {**os.environ, "VOLEE_AGENT": ""}
     proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
@@ -407,6 +422,8 @@ def test_off_linux_the_table_asks_psutil(
     monkeypatch.setattr(sys, "platform", "darwin")
     stat = PsutilTable().stat(child.pid)
     assert stat == ProcStat(os.getpid(), psutil.Process(child.pid).create_time(), False)
+    assert PsutilTable().cmdline(child.pid)[-1] == "x y"
+    assert PsutilTable().env_agent(child.pid) == A2
     proc = _zombie()
     try:
         zombie = PsutilTable().stat(proc.pid)
