@@ -67,7 +67,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import psutil  # noqa: E402
-from app_start import compiled, once  # noqa: E402
+from app_start import compiled, kept, once  # noqa: E402
 from counting import Fleet, host_records, memory, own_and_reaped, tree  # noqa: E402
 from fleet import Rig, agents, cli, wait_for  # noqa: E402
 
@@ -451,6 +451,7 @@ def start_ups(rig: Rig, ccm: CCManager | None, repo: Path, pairs: int) -> float 
         ccm.serve()
     # As installed: pip and the .deb compile volee's modules (app_start.compiled).
     print(f"\nvolee's bytecode: {compiled()} modules compiled first (an install has them)")
+    print(f"the dataclasses' compiled methods: {kept(env)}")
     runs: dict[str, list[tuple[float, float]]] = {"volee": [], "ccmanager": []}
     for i in range(pairs + 1):
         volee = once("app", env)

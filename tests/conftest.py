@@ -64,6 +64,11 @@ def _isolated_volee_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "claude"))
     yield home
     end_hosts(home)
+    # A test that ran `volee` in-process (cli.entry.main) had the dataclasses' methods kept in
+    # its home (volee_desktop/dcache.py): the next test starts without it.
+    from volee_desktop import dcache
+
+    dcache.uninstall()
     shutil.rmtree(home, ignore_errors=True)
 
 

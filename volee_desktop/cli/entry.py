@@ -31,9 +31,23 @@ def main(argv: list[str] | None = None) -> int:
         from volee_desktop.mcp import relay
 
         return relay.main(args[1:])
+    _keep_compiled()
     from volee_desktop.cli import main as cli
 
     return cli.main(args)
+
+
+def _keep_compiled() -> None:
+    """The dataclasses' methods compiled once and reused (``dcache``): before anything with a
+    dataclass is imported, and what this run compiled kept at its end (the daemon keeps its
+    own a moment after it starts)."""
+    import atexit
+
+    from volee_desktop import dcache
+    from volee_desktop.paths import state_dir
+
+    dcache.install(str(state_dir()))
+    atexit.register(dcache.save)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 
-from .. import __version__
+from .. import __version__, dcache
 from ..config import Config, load_config
 from ..core.model import Harness
 from ..harness.base import Profile
@@ -75,6 +75,8 @@ log = logging.getLogger(__name__)
 
 # How often payloads the hook shim spooled while the daemon runs are handed over (seconds).
 SPOOL_EVERY = 10.0
+# Seconds from the daemon's start to keeping what its start compiled (dcache.save).
+SAVE_COMPILED_AFTER = 3.0
 
 
 def harness_profiles() -> dict[str, Profile]:
@@ -346,6 +348,9 @@ class Daemon:
             facts.replayed,
             facts.spooled,
         )
+        # The methods of the dataclasses compiled in this start, kept for the next one
+        # (dcache.py); a moment later, not before the first requests.
+        asyncio.get_running_loop().call_later(SAVE_COMPILED_AFTER, dcache.save)
         return daemon
 
     async def serve_mcp_http(self, identify: Identifier) -> None:

@@ -442,9 +442,8 @@ class Host(Requests):
 
     def _hold(self, client: _Client, data: bytes, out: bytes) -> None:
         """Output to a client that takes it at most once every ``every`` seconds (the daemon's
-        watch): at once after a quiet spell or ``STIRRED`` after keys or a size were sent to
-        the program, else held and sent as one frame when the spell ends, from
-        ``HOLD_LIMIT`` bytes, or before anything else queued to the client."""
+        watch): at once after a quiet spell or within ``STIRRED`` of keys or a size, else held
+        and sent as one frame when the spell ends, from ``HOLD_LIMIT`` bytes, or before others."""
         now = time.monotonic()
         quiet = not client.held and now - client.sent_at >= client.every
         if quiet or now - self.stirred_at < STIRRED:
