@@ -43,10 +43,11 @@ from typing import Protocol
 from ...core.model import Location
 from ...core.registry import Registry
 from ...hosts.errors import RecordError
+from ...hosts.recordio import command_line
 from ...hosts.records import HostRecord, host_alive, program_alive, read_record
 from ...ipc.caller import Caller
 from ...ipc.transport import PeerCredentials, peer_alive
-from ..agents.leftovers import adopted_by
+from ..agents.leftovers import adopted_by, environ_agent
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +144,7 @@ class PsutilTable:
         if sys.platform.startswith("linux"):
             # Read on every connection (the app's own link too): psutil's import alone is
             # about 10 ms of the app's start, before its list answers (issue 27).
-            parts = _proc_strings(pid, "cmdline")
-            return [os.fsdecode(part) for part in parts] if parts is not None else []
+            return command_line(pid) or []
         import psutil
 
         try:
@@ -154,27 +154,13 @@ class PsutilTable:
 
     def env_agent(self, pid: int) -> str | None:
         if sys.platform.startswith("linux"):
-            for entry in _proc_strings(pid, "environ") or []:
-                if entry.startswith(b"VOLEE_AGENT="):
-                    return os.fsdecode(entry[len(b"VOLEE_AGENT=") :]) or None
-            return None
+            return environ_agent(pid)
         import psutil
 
         try:
             return psutil.Process(pid).environ().get("VOLEE_AGENT") or None
         except (psutil.Error, OSError):
             return None
-
-
-def _proc_strings(pid: int, name: str) -> list[bytes] | None:
-    """``/proc/<pid>/<name>``'s NUL-separated strings (None when it cannot be read: gone,
-    or another user's environment)."""
-    try:
-        with open(f"/proc/{pid}/{name}", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    return data.removesuffix(b"\0").split(b"\0") if data else []
 
 
 def host_agent(cmdline: list[str]) -> str | None:
