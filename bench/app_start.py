@@ -18,6 +18,7 @@ so a timer of whole processes can pair ``--once app`` against ``--once daemon``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -26,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,25 +121,10 @@ def kept(env: dict[str, str]) -> str:
     cache = state_dir(env) / dcache.NAME
     if cache.exists():
         return "kept already"
-    argv = [sys.executable, "-m", "volee_desktop.cli", "app"]
-    proc = subprocess.Popen(
-        argv,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
+    with started("app", env) as proc:
         deadline = time.monotonic() + DEADLINE
         while not cache.exists() and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
     return "kept by a first start" if cache.exists() else "NOT kept by a first start"
 
 
@@ -145,19 +132,8 @@ def once(what: str, env: dict[str, str]) -> tuple[float, float]:
     """(seconds from spawning ``what`` to ready, its CPU seconds meanwhile); the started tree
     is killed after."""
     socket = dirs(env).socket
-    argv = [sys.executable, "-m", "volee_desktop.cli", "app" if what == "app" else "daemon"]
-    if what != "app":
-        argv.append("run")
     began = time.perf_counter()
-    proc = subprocess.Popen(
-        argv,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
+    with started(what, env) as proc:
         icon = what != "app"
         listed = False
         while not (icon and listed):
@@ -171,6 +147,25 @@ def once(what: str, env: dict[str, str]) -> tuple[float, float]:
             if not (icon and listed):
                 time.sleep(0.01)
         return time.perf_counter() - began, tree_cpu(proc.pid)
+
+
+@contextlib.contextmanager
+def started(what: str, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    """``volee app`` or ``volee daemon run`` started in a session of its own, its whole
+    process group killed after."""
+    argv = [sys.executable, "-m", "volee_desktop.cli", "app" if what == "app" else "daemon"]
+    if what != "app":
+        argv.append("run")
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        yield proc
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
